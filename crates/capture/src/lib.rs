@@ -1,14 +1,11 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Frame sources for framewire: the [`FrameSource`] trait every capture backend implements, and
+//! the deterministic synthetic scenes used by the demo, the tests and the benchmarks.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod resolution;
+mod source;
+pub mod synthetic;
+mod text;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use resolution::{Resolution, ResolutionError, PRESETS};
+pub use source::{CaptureError, Captured, FrameSource};
+pub use synthetic::{Scene, SyntheticSource};

@@ -1,14 +1,17 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! framewire's frame codec: BGRA/RGBA → 8-bit grey, XOR delta, LZ4 (C liblz4) or zstd blocks,
+//! "unchanged" detection, keyframe scheduling and frame checksums.
+//!
+//! Host side: [`HostEncoder`] turns each grey frame into a keyframe, a delta or "unchanged".
+//! Viewer side: [`Picture`] applies what arrives and verifies the checksum.
+//! Nothing here does I/O or reads a clock.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod block;
+pub mod checksum;
+pub mod delta;
+mod encoder;
+pub mod grey;
+mod picture;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use block::{BlockCodec, CodecError};
+pub use encoder::{Encoded, EncodedKind, HostEncoder, KeyframeReason};
+pub use picture::{ApplyError, Picture};

@@ -1,0 +1,111 @@
+//! Block compression of a keyframe or delta: LZ4 through the C library (the `lz4` crate; its
+//! decoder is several times faster than pure-Rust ones on long zero runs, see anchors.md), zstd
+//! for links where bytes matter more than CPU, or raw.
+
+use thiserror::Error;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockCodec {
+    Raw,
+    Lz4,
+    /// zstd at the given level (1 is the fast default).
+    Zstd(i32),
+}
+
+#[derive(Debug, Error)]
+pub enum CodecError {
+    #[error("compression failed: {0}")]
+    Compress(String),
+    #[error("payload is corrupt: {0}")]
+    Corrupt(String),
+    #[error("payload decodes to {got} bytes, expected {expected}")]
+    WrongSize { got: usize, expected: usize },
+}
+
+impl BlockCodec {
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockCodec::Raw => "raw",
+            BlockCodec::Lz4 => "lz4",
+            BlockCodec::Zstd(_) => "zstd",
+        }
+    }
+
+    /// Compresses `src` into `out` (cleared first; its capacity is reused across frames).
+    pub fn compress(self, src: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
+        out.clear();
+        match self {
+            BlockCodec::Raw => out.extend_from_slice(src),
+            BlockCodec::Lz4 => {
+                let bound = lz4::block::compress_bound(src.len()).map_err(|e| CodecError::Compress(e.to_string()))?;
+                out.resize(bound, 0);
+                let n = lz4::block::compress_to_buffer(src, Some(lz4::block::CompressionMode::DEFAULT), false, out)
+                    .map_err(|e| CodecError::Compress(e.to_string()))?;
+                out.truncate(n);
+            }
+            BlockCodec::Zstd(level) => {
+                let bound = zstd::zstd_safe::compress_bound(src.len());
+                out.resize(bound, 0);
+                let n = zstd::bulk::compress_to_buffer(src, &mut out[..], level).map_err(|e| CodecError::Compress(e.to_string()))?;
+                out.truncate(n);
+            }
+        }
+        Ok(())
+    }
+
+    /// Decompresses `src` into exactly `dst.len()` bytes; any other size is an error.
+    pub fn decompress(self, src: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
+        let got = match self {
+            BlockCodec::Raw => {
+                if src.len() == dst.len() {
+                    dst.copy_from_slice(src);
+                }
+                src.len()
+            }
+            BlockCodec::Lz4 => {
+                let expected = i32::try_from(dst.len()).map_err(|_| CodecError::Corrupt("frame too large".into()))?;
+                lz4::block::decompress_to_buffer(src, Some(expected), dst).map_err(|e| CodecError::Corrupt(e.to_string()))?
+            }
+            BlockCodec::Zstd(_) => zstd::bulk::decompress_to_buffer(src, dst).map_err(|e| CodecError::Corrupt(e.to_string()))?,
+        };
+        if got != dst.len() {
+            return Err(CodecError::WrongSize { got, expected: dst.len() });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn roundtrip_every_codec(data in proptest::collection::vec(prop_oneof![Just(0u8), any::<u8>()], 0..5000)) {
+            for c in [BlockCodec::Raw, BlockCodec::Lz4, BlockCodec::Zstd(1)] {
+                let mut z = Vec::new();
+                c.compress(&data, &mut z).unwrap();
+                let mut back = vec![0xAAu8; data.len()];
+                c.decompress(&z, &mut back).unwrap();
+                prop_assert_eq!(&back, &data);
+            }
+        }
+
+        #[test]
+        fn garbage_payload_is_an_error_not_a_panic(junk in proptest::collection::vec(any::<u8>(), 0..300), n in 0usize..1000) {
+            let mut dst = vec![0u8; n];
+            for c in [BlockCodec::Raw, BlockCodec::Lz4, BlockCodec::Zstd(1)] {
+                let _ = c.decompress(&junk, &mut dst);
+            }
+        }
+    }
+
+    #[test]
+    fn short_output_is_rejected() {
+        let mut z = Vec::new();
+        BlockCodec::Lz4.compress(&[7u8; 100], &mut z).unwrap();
+        let mut dst = vec![0u8; 200];
+        assert!(BlockCodec::Lz4.decompress(&z, &mut dst).is_err());
+    }
+}
