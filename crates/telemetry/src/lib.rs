@@ -1,14 +1,11 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! framewire telemetry: named drop/event counters, rolling sample windows for per-stage
+//! timings and RTT, and the report formats read by `framewire latency`, the control socket and
+//! the status file. No I/O and no clock: callers pass durations in.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod counters;
+mod report;
+mod window;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use counters::{Counter, Counters};
+pub use report::{format_daylight_latency, LatencyReport, StageSummary};
+pub use window::SampleWindow;

@@ -1,0 +1,296 @@
+//! One viewer's flow state: what it holds, what is in flight, how fast it acknowledges, and
+//! what the next frame offered to it becomes.
+//!
+//! The fixes to the Daylight host's defects live here:
+//! - every viewer has its own reference (the content it will hold once everything sent is
+//!   applied); it only advances when a payload that produces it is actually planned, so a
+//!   skipped frame never desynchronises a viewer (defect 2);
+//! - a new viewer gets a keyframe of the *current* frame, never a cached one (defect 1);
+//! - in-flight counts and RTT windows are per viewer and never reset by others (defect 4);
+//! - an unchanged frame is never compressed (defect 5): the plan says `Unchanged`.
+
+use std::collections::VecDeque;
+
+use framewire_telemetry::SampleWindow;
+
+use crate::InflightLimit;
+
+/// What the host knows about a frame it offers to viewers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameInfo {
+    /// Source frame number (grows by one per capture).
+    pub seq: u64,
+    /// Identifies the picture's content: the seq of the frame where this exact picture first
+    /// appeared. Unchanged frames keep their predecessor's content id.
+    pub content_id: u64,
+    /// The content the frame's shared delta payload applies to, if it has one.
+    pub delta_base: Option<u64>,
+}
+
+/// What to send a viewer for one frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// The whole picture. `forced` when the viewer's reference was behind (it skipped frames
+    /// or asked), as opposed to a new viewer's first frame.
+    Keyframe { forced: bool },
+    /// The delta shared by every viewer that holds `delta_base`.
+    Delta,
+    /// The viewer already holds this picture.
+    Unchanged,
+    /// This frame (or a newer one) was already planned.
+    Nothing,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ViewerFlowStats {
+    pub frames_planned: u64,
+    pub keyframes: u64,
+    pub forced_keyframes: u64,
+    pub deltas: u64,
+    pub unchanged: u64,
+    /// Frames captured while this viewer was at its in-flight limit (superseded by newer ones).
+    pub skipped: u64,
+    pub acks: u64,
+    /// ACKs for frames that were not in flight (a confused or hostile viewer).
+    pub unknown_acks: u64,
+    /// In-flight frames given up on after `ack_timeout_us` without an ACK.
+    pub ack_timeouts: u64,
+    pub keyframe_requests: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckOutcome {
+    /// RTT of the acknowledged frame, µs.
+    Rtt(u64),
+    Unknown,
+}
+
+#[derive(Debug, Clone)]
+pub struct ViewerFlow {
+    limit: InflightLimit,
+    ack_timeout_us: u64,
+    inflight: VecDeque<(u64, u64)>,
+    rtt_us: SampleWindow,
+    reference: Option<u64>,
+    keyframe_requested: bool,
+    last_seq: Option<u64>,
+    stats: ViewerFlowStats,
+}
+
+impl ViewerFlow {
+    pub fn new(limit: InflightLimit, ack_timeout_us: u64) -> Self {
+        ViewerFlow {
+            limit,
+            ack_timeout_us,
+            inflight: VecDeque::new(),
+            rtt_us: SampleWindow::new(150),
+            reference: None,
+            keyframe_requested: false,
+            last_seq: None,
+            stats: ViewerFlowStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> ViewerFlowStats {
+        self.stats
+    }
+    pub fn rtt_window(&self) -> &SampleWindow {
+        &self.rtt_us
+    }
+    pub fn inflight(&self) -> usize {
+        self.inflight.len()
+    }
+    pub fn rtt_avg_ms(&self) -> Option<f64> {
+        self.rtt_us.avg().map(|us| us / 1000.0)
+    }
+    pub fn current_limit(&self) -> u32 {
+        self.limit.limit(self.rtt_avg_ms())
+    }
+
+    /// True when another frame may be sent now. Expires in-flight entries older than the ACK
+    /// timeout first, so a viewer that never ACKs is slowed to one frame per timeout instead of
+    /// stalling forever.
+    pub fn can_send(&mut self, now_us: u64) -> bool {
+        while let Some(&(_, sent)) = self.inflight.front() {
+            if now_us.saturating_sub(sent) < self.ack_timeout_us {
+                break;
+            }
+            self.inflight.pop_front();
+            self.stats.ack_timeouts += 1;
+        }
+        (self.inflight.len() as u32) < self.current_limit()
+    }
+
+    /// The viewer asked for a keyframe (e.g. its checksum did not match).
+    pub fn request_keyframe(&mut self) {
+        self.keyframe_requested = true;
+        self.stats.keyframe_requests += 1;
+    }
+
+    /// Decides what `f` becomes for this viewer and commits to it: the caller sends it.
+    pub fn plan(&mut self, f: &FrameInfo) -> Plan {
+        if let Some(last) = self.last_seq {
+            if f.seq <= last {
+                return Plan::Nothing;
+            }
+            self.stats.skipped += f.seq - last - 1;
+        }
+        self.last_seq = Some(f.seq);
+        self.stats.frames_planned += 1;
+        let plan = if self.keyframe_requested {
+            Plan::Keyframe { forced: true }
+        } else if self.reference.is_none() {
+            Plan::Keyframe { forced: false }
+        } else if self.reference == Some(f.content_id) {
+            Plan::Unchanged
+        } else if f.delta_base.is_some() && f.delta_base == self.reference {
+            Plan::Delta
+        } else {
+            Plan::Keyframe { forced: true }
+        };
+        match plan {
+            Plan::Keyframe { forced } => {
+                self.stats.keyframes += 1;
+                self.stats.forced_keyframes += forced as u64;
+                self.keyframe_requested = false;
+            }
+            Plan::Delta => self.stats.deltas += 1,
+            Plan::Unchanged => self.stats.unchanged += 1,
+            Plan::Nothing => {}
+        }
+        self.reference = Some(f.content_id);
+        plan
+    }
+
+    /// A packet that will be ACKed was written for frame `seq`.
+    pub fn on_sent(&mut self, seq: u64, now_us: u64) {
+        self.inflight.push_back((seq, now_us));
+    }
+
+    /// An ACK arrived. ACKs come in order, so earlier in-flight frames are settled too.
+    pub fn on_ack(&mut self, seq: u64, now_us: u64) -> AckOutcome {
+        if !self.inflight.iter().any(|&(s, _)| s == seq) {
+            self.stats.unknown_acks += 1;
+            return AckOutcome::Unknown;
+        }
+        self.stats.acks += 1;
+        while let Some((s, sent)) = self.inflight.pop_front() {
+            if s == seq {
+                let rtt = now_us.saturating_sub(sent);
+                self.rtt_us.push(rtt as f64);
+                return AckOutcome::Rtt(rtt);
+            }
+        }
+        unreachable!("seq was found in flight above")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow() -> ViewerFlow {
+        ViewerFlow::new(InflightLimit::default(), 2_000_000)
+    }
+
+    /// A host of frames where every frame changes, like scrolling.
+    fn changing(seq: u64) -> FrameInfo {
+        FrameInfo { seq, content_id: seq, delta_base: seq.checked_sub(1) }
+    }
+
+    #[test]
+    fn new_viewer_gets_keyframe_of_current_frame_then_deltas() {
+        let mut v = flow();
+        assert_eq!(v.plan(&changing(40)), Plan::Keyframe { forced: false });
+        assert_eq!(v.plan(&changing(41)), Plan::Delta);
+        assert_eq!(v.plan(&changing(41)), Plan::Nothing);
+    }
+
+    #[test]
+    fn slow_viewer_skips_then_gets_forced_keyframe_others_unaffected() {
+        let mut slow = flow();
+        let mut fast = flow();
+        let mut now = 0;
+        for seq in 0..20u64 {
+            now += 16_667;
+            let f = changing(seq);
+            // The fast viewer ACKs everything 2 ms later.
+            assert!(fast.can_send(now));
+            assert_ne!(fast.plan(&f), Plan::Nothing);
+            fast.on_sent(seq, now);
+            assert_eq!(fast.on_ack(seq, now + 2000), AckOutcome::Rtt(2000));
+            // The slow viewer never ACKs: it fills its window and stops being sent frames.
+            if slow.can_send(now) {
+                slow.plan(&f);
+                slow.on_sent(seq, now);
+            }
+        }
+        assert_eq!(slow.inflight(), 6);
+        assert_eq!(fast.stats().skipped, 0);
+        assert_eq!(fast.stats().keyframes, 1);
+        // Slow viewer catches up: its ACKs arrive; the next frame it gets is a forced keyframe
+        // because its reference (frame 5) is behind the shared delta's base (frame 20).
+        for seq in 0..6 {
+            slow.on_ack(seq, now + 1000);
+        }
+        assert!(slow.can_send(now + 1000));
+        assert_eq!(slow.plan(&changing(21)), Plan::Keyframe { forced: true });
+        assert_eq!(slow.stats().skipped, 15);
+        assert_eq!(slow.plan(&changing(22)), Plan::Delta);
+    }
+
+    #[test]
+    fn skipped_unchanged_frames_need_no_keyframe() {
+        let mut v = flow();
+        let f0 = FrameInfo { seq: 0, content_id: 0, delta_base: None };
+        assert_eq!(v.plan(&f0), Plan::Keyframe { forced: false });
+        // Frames 1..=3 are unchanged (content 0); the viewer skips 1 and 2.
+        assert_eq!(v.plan(&FrameInfo { seq: 3, content_id: 0, delta_base: None }), Plan::Unchanged);
+        // Frame 4 changes, delta against content 0: the viewer holds content 0, so a delta works.
+        assert_eq!(v.plan(&FrameInfo { seq: 4, content_id: 4, delta_base: Some(0) }), Plan::Delta);
+        assert_eq!(v.stats().skipped, 2);
+        assert_eq!(v.stats().forced_keyframes, 0);
+    }
+
+    #[test]
+    fn keyframe_request_is_honoured_once() {
+        let mut v = flow();
+        v.plan(&changing(0));
+        v.request_keyframe();
+        assert_eq!(v.plan(&changing(1)), Plan::Keyframe { forced: true });
+        assert_eq!(v.plan(&changing(2)), Plan::Delta);
+    }
+
+    #[test]
+    fn adaptive_limit_follows_rtt_and_timeouts_unstick() {
+        let mut v = flow();
+        let mut now = 0u64;
+        // RTT of 40 ms → limit floor(120/40) = 3.
+        for seq in 0..10 {
+            v.on_sent(seq, now);
+            v.on_ack(seq, now + 40_000);
+            now += 50_000;
+        }
+        assert_eq!(v.current_limit(), 3);
+        for seq in 10..13 {
+            assert!(v.can_send(now));
+            v.on_sent(seq, now);
+        }
+        assert!(!v.can_send(now));
+        assert!(!v.can_send(now + 1_999_999));
+        assert!(v.can_send(now + 2_000_000));
+        assert_eq!(v.stats().ack_timeouts, 3);
+        assert_eq!(v.on_ack(999, now), AckOutcome::Unknown);
+        assert_eq!(v.stats().unknown_acks, 1);
+    }
+
+    #[test]
+    fn acks_are_cumulative() {
+        let mut v = flow();
+        for seq in 0..4 {
+            v.on_sent(seq, seq * 10);
+        }
+        assert_eq!(v.on_ack(2, 100), AckOutcome::Rtt(80));
+        assert_eq!(v.inflight(), 1);
+    }
+}

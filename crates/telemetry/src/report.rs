@@ -1,0 +1,96 @@
+//! The latency report: one struct, three renderings (table, JSON, Daylight `OK` + key=value).
+
+use serde::{Deserialize, Serialize};
+
+use crate::SampleWindow;
+
+/// avg / p50 / p95 / p99 of one stage, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct StageSummary {
+    pub avg: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub samples: u64,
+}
+
+impl StageSummary {
+    /// Summarises a window of samples given in microseconds.
+    pub fn from_us(w: &SampleWindow) -> Self {
+        let ms = |v: Option<f64>| v.unwrap_or(0.0) / 1000.0;
+        StageSummary {
+            avg: ms(w.avg()),
+            p50: ms(w.percentile(50.0)),
+            p95: ms(w.percentile(95.0)),
+            p99: ms(w.percentile(99.0)),
+            samples: w.total(),
+        }
+    }
+}
+
+/// Everything `framewire latency` shows for a running server.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LatencyReport {
+    pub source: String,
+    pub resolution: String,
+    pub fps: f64,
+    pub jitter_ms: f64,
+    pub grey: StageSummary,
+    pub delta_compress: StageSummary,
+    pub keyframe_compress: StageSummary,
+    pub send: StageSummary,
+    pub bytes_per_frame: f64,
+    pub bandwidth_mbps: f64,
+    pub rtt: StageSummary,
+    /// Capture timestamp → applied at the viewer, through the estimated clock offset.
+    pub end_to_end: StageSummary,
+    pub clients: usize,
+    pub total_frames: u64,
+    pub unchanged_frames: u64,
+    pub skipped_frames: u64,
+    pub counters: Vec<(String, u64)>,
+}
+
+/// The reply of the Daylight `LATENCY` verb, with its exact keys, then framewire's extra keys.
+pub fn format_daylight_latency(r: &LatencyReport) -> String {
+    let mut s = String::from("OK\n");
+    let mut kv = |k: &str, v: String| {
+        s.push_str(k);
+        s.push('=');
+        s.push_str(&v);
+        s.push('\n');
+    };
+    kv("fps", format!("{:.1}", r.fps));
+    kv("grey_ms", format!("{:.2}", r.grey.avg));
+    kv("compress_ms", format!("{:.2}", r.delta_compress.avg));
+    kv("jitter_ms", format!("{:.2}", r.jitter_ms));
+    kv("rtt_avg_ms", format!("{:.2}", r.rtt.avg));
+    kv("rtt_p95_ms", format!("{:.2}", r.rtt.p95));
+    kv("clients", r.clients.to_string());
+    kv("total_frames", r.total_frames.to_string());
+    kv("skipped_frames", r.skipped_frames.to_string());
+    kv("rtt_p99_ms", format!("{:.2}", r.rtt.p99));
+    kv("e2e_avg_ms", format!("{:.2}", r.end_to_end.avg));
+    kv("e2e_p99_ms", format!("{:.2}", r.end_to_end.p99));
+    kv("send_ms", format!("{:.2}", r.send.avg));
+    kv("bytes_per_frame", format!("{:.0}", r.bytes_per_frame));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn daylight_reply_has_the_reference_keys_in_order() {
+        let r = LatencyReport { fps: 59.94, clients: 2, total_frames: 10, ..Default::default() };
+        let text = format_daylight_latency(&r);
+        let keys: Vec<&str> = text.lines().skip(1).map(|l| l.split('=').next().unwrap()).collect();
+        assert_eq!(text.lines().next(), Some("OK"));
+        assert_eq!(
+            &keys[..9],
+            ["fps", "grey_ms", "compress_ms", "jitter_ms", "rtt_avg_ms", "rtt_p95_ms", "clients", "total_frames", "skipped_frames"]
+        );
+        assert!(text.contains("fps=59.9\n") && text.contains("clients=2\n"));
+    }
+}

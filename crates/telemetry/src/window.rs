@@ -1,0 +1,87 @@
+//! A fixed-size window of the most recent samples (150 by default, as the Daylight host), with
+//! average and percentiles. Sorting 150 values on demand is cheaper than maintaining order on
+//! every insert, and reports are read far less often than samples arrive.
+
+#[derive(Debug, Clone)]
+pub struct SampleWindow {
+    buf: Vec<f64>,
+    cap: usize,
+    next: usize,
+    total: u64,
+}
+
+impl Default for SampleWindow {
+    fn default() -> Self {
+        SampleWindow::new(150)
+    }
+}
+
+impl SampleWindow {
+    pub fn new(cap: usize) -> Self {
+        assert!(cap > 0);
+        SampleWindow { buf: Vec::with_capacity(cap), cap, next: 0, total: 0 }
+    }
+
+    pub fn push(&mut self, v: f64) {
+        if self.buf.len() < self.cap {
+            self.buf.push(v);
+        } else {
+            self.buf[self.next] = v;
+        }
+        self.next = (self.next + 1) % self.cap;
+        self.total += 1;
+    }
+
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+    /// Samples pushed since creation, including those that left the window.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    pub fn avg(&self) -> Option<f64> {
+        (!self.buf.is_empty()).then(|| self.buf.iter().sum::<f64>() / self.buf.len() as f64)
+    }
+
+    /// Nearest-rank percentile, `p` in 0..=100.
+    pub fn percentile(&self, p: f64) -> Option<f64> {
+        if self.buf.is_empty() {
+            return None;
+        }
+        let mut v = self.buf.clone();
+        v.sort_by(|a, b| a.total_cmp(b));
+        let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+        Some(v[rank.clamp(1, v.len()) - 1])
+    }
+
+    pub fn max(&self) -> Option<f64> {
+        self.buf.iter().copied().reduce(f64::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_over_the_recent_window_only() {
+        let mut w = SampleWindow::new(100);
+        for i in 1..=100 {
+            w.push(i as f64);
+        }
+        assert_eq!(w.avg(), Some(50.5));
+        assert_eq!(w.percentile(50.0), Some(50.0));
+        assert_eq!(w.percentile(95.0), Some(95.0));
+        assert_eq!(w.percentile(99.0), Some(99.0));
+        for _ in 0..100 {
+            w.push(1000.0);
+        }
+        assert_eq!(w.percentile(50.0), Some(1000.0));
+        assert_eq!(w.total(), 200);
+        assert!(SampleWindow::new(3).avg().is_none());
+    }
+}
