@@ -25,6 +25,8 @@ pub struct FrameInfo {
     pub content_id: u64,
     /// The content the frame's shared delta payload applies to, if it has one.
     pub delta_base: Option<u64>,
+    /// The frame's shared payload is a keyframe (the first, or a periodic one).
+    pub keyframe: bool,
 }
 
 /// What to send a viewer for one frame.
@@ -143,6 +145,8 @@ impl ViewerFlow {
             Plan::Keyframe { forced: false }
         } else if self.reference == Some(f.content_id) {
             Plan::Unchanged
+        } else if f.keyframe {
+            Plan::Keyframe { forced: false }
         } else if f.delta_base.is_some() && f.delta_base == self.reference {
             Plan::Delta
         } else {
@@ -195,7 +199,7 @@ mod tests {
 
     /// A host of frames where every frame changes, like scrolling.
     fn changing(seq: u64) -> FrameInfo {
-        FrameInfo { seq, content_id: seq, delta_base: seq.checked_sub(1) }
+        FrameInfo { seq, content_id: seq, delta_base: seq.checked_sub(1), keyframe: seq == 0 }
     }
 
     #[test]
@@ -242,12 +246,12 @@ mod tests {
     #[test]
     fn skipped_unchanged_frames_need_no_keyframe() {
         let mut v = flow();
-        let f0 = FrameInfo { seq: 0, content_id: 0, delta_base: None };
+        let f0 = FrameInfo { seq: 0, content_id: 0, delta_base: None, keyframe: true };
         assert_eq!(v.plan(&f0), Plan::Keyframe { forced: false });
         // Frames 1..=3 are unchanged (content 0); the viewer skips 1 and 2.
-        assert_eq!(v.plan(&FrameInfo { seq: 3, content_id: 0, delta_base: None }), Plan::Unchanged);
+        assert_eq!(v.plan(&FrameInfo { seq: 3, content_id: 0, delta_base: None, keyframe: false }), Plan::Unchanged);
         // Frame 4 changes, delta against content 0: the viewer holds content 0, so a delta works.
-        assert_eq!(v.plan(&FrameInfo { seq: 4, content_id: 4, delta_base: Some(0) }), Plan::Delta);
+        assert_eq!(v.plan(&FrameInfo { seq: 4, content_id: 4, delta_base: Some(0), keyframe: false }), Plan::Delta);
         assert_eq!(v.stats().skipped, 2);
         assert_eq!(v.stats().forced_keyframes, 0);
     }

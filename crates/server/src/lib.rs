@@ -1,14 +1,35 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! The framewire runtime: tokio listeners for framewire v1 and Daylight-compatible viewers fed
+//! by one capture loop, the control socket and status file, and the headless viewer.
+//!
+//! The protocol logic lives in `framewire-proto` and `framewire-flow`; this crate owns the
+//! sockets, threads and clock.
+//!
+//! | file | stage |
+//! |---|---|
+//! | `pipeline.rs` | capture → grey → delta/compress, on its own thread, newest frame published |
+//! | `frame.rs` | a captured frame as shared by every viewer (payloads encoded once) |
+//! | `session.rs` | one viewer connection: writer and reader tasks around a `ViewerFlow` |
+//! | `wire_v1.rs`, `wire_daylight.rs` | how a planned frame becomes bytes in each protocol |
+//! | `server.rs` | listeners, bind safety, handshake, shutdown |
+//! | `control.rs`, `status_file.rs` | the Unix control socket (Daylight verbs) and status file |
+//! | `report.rs` | the latency report assembled from shared state |
+//! | `viewer.rs` | the headless viewer: decode, apply, verify, ACK, stats |
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod clock;
+pub mod config;
+pub mod control;
+mod frame;
+mod pipeline;
+pub mod report;
+mod session;
+mod server;
+mod state;
+mod status_file;
+pub mod viewer;
+mod wire_daylight;
+mod wire_v1;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use config::{Protocol, ServerConfig, SourceSpec};
+pub use frame::SourceFrame;
+pub use server::{Server, ServerHandle};
+pub use state::{Settings, ViewerCommand};

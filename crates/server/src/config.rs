@@ -1,0 +1,102 @@
+//! Server configuration with safe defaults: loopback only, framewire v1 on 7878, Daylight on
+//! 8888, 60 fps, LZ4, a keyframe every 60 changed frames.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use framewire_capture::{Resolution, Scene};
+use framewire_codec::BlockCodec;
+use framewire_flow::InflightLimit;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    V1,
+    Daylight,
+}
+
+impl Protocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::V1 => "framewire",
+            Protocol::Daylight => "daylight",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceSpec {
+    Synthetic(Scene),
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub source: SourceSpec,
+    pub resolution: Resolution,
+    pub fps: u32,
+    /// framewire v1 listener; `None` disables it.
+    pub v1_addr: Option<SocketAddr>,
+    /// Daylight-compatible listener; `None` disables it.
+    pub daylight_addr: Option<SocketAddr>,
+    /// Required from v1 viewers when set; required to bind beyond loopback.
+    pub token: Option<String>,
+    /// Allows a non-loopback bind without a token (and the token-less Daylight listener).
+    pub insecure: bool,
+    pub codec: BlockCodec,
+    pub keyframe_interval: u32,
+    pub limit: InflightLimit,
+    pub ack_timeout_us: u64,
+    pub control_socket: Option<PathBuf>,
+    pub status_file: Option<PathBuf>,
+    /// Appends `protocol viewer wire_seq checksum` for every frame sent (debugging and
+    /// checking clients that cannot verify checksums themselves, like the Daylight app).
+    pub trace_frames: Option<PathBuf>,
+    pub brightness: u8,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            source: SourceSpec::Synthetic(Scene::Mixed),
+            resolution: Resolution::SHARP,
+            fps: 60,
+            v1_addr: Some(SocketAddr::from(([127, 0, 0, 1], 7878))),
+            daylight_addr: Some(SocketAddr::from(([127, 0, 0, 1], 8888))),
+            token: None,
+            insecure: false,
+            codec: BlockCodec::Lz4,
+            keyframe_interval: 60,
+            limit: InflightLimit::default(),
+            ack_timeout_us: 2_000_000,
+            control_socket: None,
+            status_file: None,
+            trace_frames: None,
+            brightness: 128,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Refuses to expose a screen beyond loopback without a token (or an explicit
+    /// `--insecure`). The Daylight app cannot send a token, so its listener needs `--insecure`
+    /// to leave loopback.
+    pub fn check_exposure(&self) -> Result<(), String> {
+        if let Some(a) = self.v1_addr {
+            if !a.ip().is_loopback() && self.token.is_none() && !self.insecure {
+                return Err(format!(
+                    "refusing to serve the screen on {a} (not loopback) without --token; pass --token SECRET, or --insecure if you really mean it"
+                ));
+            }
+        }
+        if let Some(a) = self.daylight_addr {
+            if !a.ip().is_loopback() && !self.insecure {
+                return Err(format!(
+                    "refusing to serve the Daylight protocol on {a} (not loopback): it has no authentication; use adb reverse to reach it over USB, or pass --insecure"
+                ));
+            }
+        }
+        if self.fps == 0 || self.fps > 240 {
+            return Err(format!("fps {} is out of range 1..=240", self.fps));
+        }
+        Ok(())
+    }
+}

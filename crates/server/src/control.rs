@@ -1,0 +1,226 @@
+//! The Unix control socket, compatible with the Daylight host's: one newline-terminated
+//! command (≤ 255 bytes) per connection, verb case-insensitive, reply `OK …` or `ERR …` and a
+//! newline (multi-line replies: `OK`, then `key=value` lines), then the socket closes.
+//! framewire adds `REPORT` (the full latency report as JSON after `OK`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use framewire_capture::Resolution;
+use framewire_telemetry::format_daylight_latency;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tracing::{info, warn};
+
+use crate::report::{build_report, status_lines};
+use crate::state::{lock, Shared, ViewerCommand};
+
+pub const MAX_LINE: usize = 255;
+
+/// The default control socket path: `$XDG_RUNTIME_DIR/framewire.sock`, else
+/// `/tmp/framewire-$UID.sock`.
+pub fn default_socket_path() -> PathBuf {
+    runtime_dir().join(format!("framewire{}.sock", uid_suffix()))
+}
+
+/// The default status file path, beside the socket.
+pub fn default_status_path() -> PathBuf {
+    runtime_dir().join(format!("framewire{}.status", uid_suffix()))
+}
+
+fn runtime_dir() -> PathBuf {
+    std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"))
+}
+
+fn uid_suffix() -> String {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
+        String::new()
+    } else {
+        // SAFETY: getuid has no preconditions and cannot fail.
+        format!("-{}", unsafe { libc::getuid() })
+    }
+}
+
+pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
+    if path.exists() {
+        // A socket file left by a dead server: remove it, but never steal a live one.
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            anyhow::bail!("another framewire server is answering on {}; stop it or pass --control-socket", path.display());
+        }
+        std::fs::remove_file(path).with_context(|| format!("removing stale socket {}", path.display()))?;
+    }
+    UnixListener::bind(path).with_context(|| format!("binding the control socket {}", path.display()))
+}
+
+pub async fn serve(l: UnixListener, shared: Arc<Shared>, path: PathBuf) {
+    info!(path = %path.display(), "control socket ready");
+    loop {
+        let Ok((s, _)) = l.accept().await else {
+            shared.counters.inc("control_accept_errors");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            if let Err(e) = handle(s, &shared).await {
+                shared.counters.inc("control_errors");
+                warn!(error = %e, "control request failed");
+            }
+        });
+    }
+}
+
+async fn handle(s: UnixStream, shared: &Shared) -> anyhow::Result<()> {
+    let (rd, mut wr) = s.into_split();
+    let mut line = String::new();
+    let mut rd = BufReader::new(rd.take(MAX_LINE as u64 + 1));
+    let read = tokio::time::timeout(Duration::from_secs(2), rd.read_line(&mut line)).await;
+    let reply = match read {
+        Err(_) => "ERR timeout waiting for a command\n".to_string(),
+        Ok(Err(e)) => format!("ERR {e}\n"),
+        Ok(Ok(_)) if line.len() > MAX_LINE => "ERR command longer than 255 bytes\n".to_string(),
+        Ok(Ok(_)) => execute(line.trim(), shared),
+    };
+    wr.write_all(reply.as_bytes()).await?;
+    wr.shutdown().await?;
+    Ok(())
+}
+
+fn parse_u8(arg: Option<&str>, what: &str) -> Result<Option<u8>, String> {
+    match arg {
+        None => Ok(None),
+        Some(a) => a.parse::<u8>().map(Some).map_err(|_| format!("ERR {what} must be 0-255, got {a:?}\n")),
+    }
+}
+
+/// Executes one control command and returns the reply text (ending in a newline).
+pub(crate) fn execute(line: &str, shared: &Shared) -> String {
+    let mut it = line.split_whitespace();
+    let verb = it.next().unwrap_or("").to_ascii_uppercase();
+    let arg = it.next();
+    let send = |c| {
+        let _ = shared.commands.send(c);
+    };
+    match verb.as_str() {
+        "BRIGHTNESS" | "WARMTH" => {
+            let v = match parse_u8(arg, &verb.to_ascii_lowercase()) {
+                Ok(v) => v,
+                Err(e) => return e,
+            };
+            let mut s = lock(&shared.settings);
+            let slot = if verb == "BRIGHTNESS" { &mut s.brightness } else { &mut s.warmth };
+            if let Some(v) = v {
+                *slot = v;
+                send(if verb == "BRIGHTNESS" { ViewerCommand::Brightness(v) } else { ViewerCommand::Warmth(v) });
+            }
+            format!("OK {}={}\n", verb.to_ascii_lowercase(), slot)
+        }
+        "BACKLIGHT" => {
+            let mut s = lock(&shared.settings);
+            let (on, code) = match arg.map(str::to_ascii_lowercase).as_deref() {
+                Some("on") => (true, 1),
+                Some("off") => (false, 0),
+                Some("toggle") | None => (!s.backlight_on, 2),
+                Some(other) => return format!("ERR backlight takes on, off or toggle, got {other:?}\n"),
+            };
+            s.backlight_on = on;
+            send(ViewerCommand::Backlight(code));
+            format!("OK backlight={}\n", if on { "on" } else { "off" })
+        }
+        "RESOLUTION" => match arg {
+            None => {
+                let (w, h) = *shared.resolution.borrow();
+                format!("OK resolution={w}x{h}\n")
+            }
+            Some(a) => match a.parse::<Resolution>() {
+                Ok(r) => {
+                    shared.resolution.send_replace((r.width, r.height));
+                    send(ViewerCommand::Resolution(r.width, r.height));
+                    format!("OK resolution={r}\n")
+                }
+                Err(e) => format!("ERR {e}\n"),
+            },
+        },
+        "START" | "STOP" => {
+            lock(&shared.settings).running = verb == "START";
+            format!("OK {}\n", if verb == "START" { "running" } else { "stopped" })
+        }
+        "RESTART" => {
+            shared.resolution.send_modify(|_| {});
+            "OK restarting capture\n".to_string()
+        }
+        "RECONNECT" => "OK viewers reconnect by themselves; nothing to do for TCP viewers\n".to_string(),
+        "SHARPEN" | "CONTRAST" | "FONTSMOOTHING" => {
+            format!("ERR {} is not available yet: display tuning arrives with the X11 capture source\n", verb.to_ascii_lowercase())
+        }
+        "LATENCY" => format_daylight_latency(&build_report(shared)),
+        "STATUS" => {
+            let mut s = String::from("OK\n");
+            for (k, v) in status_lines(shared) {
+                s.push_str(&format!("{k}={v}\n"));
+            }
+            s
+        }
+        "HEALTH" => {
+            let frames = shared.frames.borrow().as_ref().map(|f| f.seq).unwrap_or(0);
+            if frames > 0 {
+                format!("OK healthy frames={frames}\n")
+            } else {
+                "ERR no frame captured yet\n".to_string()
+            }
+        }
+        "REPORT" => match serde_json::to_string(&build_report(shared)) {
+            Ok(j) => format!("OK\n{j}\n"),
+            Err(e) => format!("ERR {e}\n"),
+        },
+        "" => "ERR empty command\n".to_string(),
+        other => format!(
+            "ERR unknown command {other:?}; verbs: BRIGHTNESS WARMTH BACKLIGHT RESOLUTION START STOP STATUS RESTART RECONNECT LATENCY HEALTH REPORT\n"
+        ),
+    }
+}
+
+/// Sends one command to a control socket and returns the whole reply.
+pub async fn request(path: &Path, line: &str) -> anyhow::Result<String> {
+    let mut s = UnixStream::connect(path)
+        .await
+        .with_context(|| format!("no framewire server answers on {} (start one with `framewire serve` or `framewire demo`, or pass --control-socket)", path.display()))?;
+    s.write_all(format!("{line}\n").as_bytes()).await?;
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_string(&mut out)).await.context("the server did not reply within 5 s")??;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Settings;
+
+    fn shared() -> Arc<Shared> {
+        Shared::new(Settings { brightness: 128, warmth: 128, backlight_on: true, running: true }, (800, 600), 0)
+    }
+
+    #[test]
+    fn verbs_reply_in_the_reference_format() {
+        let s = shared();
+        let mut rx = s.commands.subscribe();
+        assert_eq!(execute("brightness 200", &s), "OK brightness=200\n");
+        assert_eq!(rx.try_recv().unwrap(), ViewerCommand::Brightness(200));
+        assert_eq!(execute("BRIGHTNESS", &s), "OK brightness=200\n");
+        assert!(execute("BRIGHTNESS 300", &s).starts_with("ERR"));
+        assert_eq!(execute("backlight off", &s), "OK backlight=off\n");
+        assert_eq!(execute("resolution cozy", &s), "OK resolution=800x600\n");
+        assert!(execute("resolution 1x1", &s).starts_with("ERR"));
+        assert!(execute("bogus", &s).starts_with("ERR unknown command"));
+        let lat = execute("LATENCY", &s);
+        assert!(lat.starts_with("OK\nfps="));
+        assert!(lat.contains("\nskipped_frames=0\n"));
+        let st = execute("status", &s);
+        for key in ["status", "resolution", "fps", "bandwidth_mbps", "clients", "total_frames", "jitter_ms", "rtt_avg_ms", "rtt_p95_ms", "pid", "updated"] {
+            assert!(st.contains(&format!("\n{key}=")), "STATUS lacks {key}: {st}");
+        }
+        assert!(execute("HEALTH", &s).starts_with("ERR"));
+    }
+}

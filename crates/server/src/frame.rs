@@ -1,0 +1,69 @@
+//! A captured frame as every viewer shares it: the grey picture, and its payloads encoded once.
+
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use framewire_codec::BlockCodec;
+use framewire_flow::FrameInfo;
+
+#[derive(Debug)]
+pub struct SourceFrame {
+    pub seq: u64,
+    pub capture_us: u64,
+    pub width: u32,
+    pub height: u32,
+    pub grey: Arc<Vec<u8>>,
+    /// xxh3-64 of `grey`.
+    pub checksum: u64,
+    pub content_id: u64,
+    pub codec: BlockCodec,
+    /// The shared payload: a delta against `delta_base`, or a keyframe when `keyframe`; `None`
+    /// for an unchanged frame.
+    pub payload: Option<Bytes>,
+    pub delta_base: Option<u64>,
+    pub keyframe: bool,
+    /// A keyframe of this frame made on demand (new or recovering viewers), at most once.
+    keyframe_cache: OnceLock<Bytes>,
+}
+
+impl SourceFrame {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        seq: u64,
+        capture_us: u64,
+        width: u32,
+        height: u32,
+        grey: Arc<Vec<u8>>,
+        checksum: u64,
+        content_id: u64,
+        codec: BlockCodec,
+        payload: Option<Bytes>,
+        delta_base: Option<u64>,
+        keyframe: bool,
+    ) -> Self {
+        SourceFrame { seq, capture_us, width, height, grey, checksum, content_id, codec, payload, delta_base, keyframe, keyframe_cache: OnceLock::new() }
+    }
+
+    pub fn info(&self) -> FrameInfo {
+        FrameInfo { seq: self.seq, content_id: self.content_id, delta_base: self.delta_base, keyframe: self.keyframe }
+    }
+
+    /// This frame as a keyframe payload, compressed on first use and shared afterwards.
+    /// Returns the payload and whether this call did the compression.
+    pub fn keyframe_payload(&self) -> (Bytes, bool) {
+        if self.keyframe {
+            if let Some(p) = &self.payload {
+                return (p.clone(), false);
+            }
+        }
+        let mut fresh = false;
+        let p = self.keyframe_cache.get_or_init(|| {
+            fresh = true;
+            let mut out = Vec::new();
+            // Only inputs over 2 GiB make LZ4/zstd fail; frames are bounded far below that.
+            self.codec.compress(&self.grey, &mut out).expect("compressing a bounded in-memory frame");
+            Bytes::from(out)
+        });
+        (p.clone(), fresh)
+    }
+}

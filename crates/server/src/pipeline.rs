@@ -1,0 +1,156 @@
+//! The capture loop: paced capture → grey → delta/keyframe/unchanged, on a dedicated thread
+//! (CPU-bound work stays off the async workers). Each result is published as the newest frame;
+//! viewers take the newest when they are ready, so a slow viewer never delays the source.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use framewire_capture::{FrameSource, SyntheticSource};
+use framewire_codec::grey::{to_grey, PixelOrder};
+use framewire_codec::{EncodedKind, HostEncoder};
+use tracing::{info, warn};
+
+use crate::clock::now_us;
+use crate::config::{ServerConfig, SourceSpec};
+use crate::frame::SourceFrame;
+use crate::state::{lock, Shared};
+
+pub fn open_source(spec: SourceSpec, width: u32, height: u32) -> Box<dyn FrameSource> {
+    match spec {
+        SourceSpec::Synthetic(scene) => Box::new(SyntheticSource::new(scene, width, height)),
+    }
+}
+
+/// Grey buffers are recycled once no viewer holds them, so steady state allocates nothing.
+struct GreyPool {
+    free: Vec<Arc<Vec<u8>>>,
+}
+
+impl GreyPool {
+    fn take(&mut self, len: usize) -> Arc<Vec<u8>> {
+        if let Some(i) = self.free.iter().position(|b| Arc::strong_count(b) == 1) {
+            let mut b = self.free.swap_remove(i);
+            if let Some(v) = Arc::get_mut(&mut b) {
+                v.resize(len, 0);
+                return b;
+            }
+        }
+        Arc::new(vec![0u8; len])
+    }
+    fn give(&mut self, b: Arc<Vec<u8>>) {
+        if self.free.len() < 8 {
+            self.free.push(b);
+        }
+    }
+}
+
+pub fn spawn(cfg: &ServerConfig, shared: Arc<Shared>) -> std::thread::JoinHandle<()> {
+    let cfg = cfg.clone();
+    std::thread::Builder::new()
+        .name("framewire-capture".into())
+        .spawn(move || run(cfg, shared))
+        .expect("spawning the capture thread")
+}
+
+fn run(cfg: ServerConfig, shared: Arc<Shared>) {
+    let period_us = 1_000_000 / cfg.fps as u64;
+    let mut size_rx = shared.resolution.subscribe();
+    let mut shutdown = shared.shutdown.subscribe();
+    let (mut w, mut h) = *size_rx.borrow_and_update();
+    let mut source = open_source(cfg.source, w, h);
+    *lock(&shared.source_name) = source.name();
+    info!(source = %source.name(), width = w, height = h, fps = cfg.fps, "capture started");
+    let mut encoder = HostEncoder::new(cfg.codec, cfg.keyframe_interval);
+    let mut pool = GreyPool { free: Vec::new() };
+    let mut payload = Vec::new();
+    let mut seq: u64 = 0;
+    let mut content_id = 0u64;
+    let mut last_capture: Option<u64> = None;
+    let mut deadline = now_us();
+    let total = shared.counters.get("frames_captured");
+    let unchanged = shared.counters.get("frames_unchanged");
+    loop {
+        if *shutdown.borrow_and_update() {
+            break;
+        }
+        if size_rx.has_changed().unwrap_or(false) {
+            (w, h) = *size_rx.borrow_and_update();
+            source = open_source(cfg.source, w, h);
+            info!(width = w, height = h, "resolution changed; capture restarted");
+        }
+        let now = now_us();
+        if now < deadline {
+            std::thread::sleep(Duration::from_micros(deadline - now));
+        } else if now > deadline + period_us {
+            // Fell behind (a long stall): resynchronise instead of bursting to catch up.
+            shared.counters.inc("capture_deadline_missed");
+            deadline = now;
+        }
+        deadline += period_us;
+        if !lock(&shared.settings).running {
+            continue; // STOP: keep pacing, publish nothing; viewers keep their last picture
+        }
+
+        let capture_us = now_us();
+        let captured = match source.capture() {
+            Ok(c) => c,
+            Err(e) => {
+                shared.counters.inc("capture_errors");
+                warn!(error = %e, "capture failed");
+                continue;
+            }
+        };
+        let (cw, ch) = (captured.width, captured.height);
+        let mut grey = pool.take(cw as usize * ch as usize);
+        let t0 = now_us();
+        to_grey(captured.bgra, PixelOrder::Bgra, Arc::get_mut(&mut grey).expect("fresh buffer"));
+        let t1 = now_us();
+        let enc = match encoder.encode(&grey, &mut payload) {
+            Ok(e) => e,
+            Err(e) => {
+                shared.counters.inc("encode_errors");
+                warn!(error = %e, "encode failed");
+                continue;
+            }
+        };
+        let t2 = now_us();
+        total.inc();
+        let (out_payload, delta_base, keyframe) = match enc.kind {
+            EncodedKind::Unchanged => {
+                unchanged.inc();
+                (None, None, false)
+            }
+            EncodedKind::Delta => {
+                let base = content_id;
+                content_id = seq;
+                (Some(Bytes::copy_from_slice(&payload)), Some(base), false)
+            }
+            EncodedKind::Keyframe(_) => {
+                content_id = seq;
+                (Some(Bytes::copy_from_slice(&payload)), None, true)
+            }
+        };
+        {
+            let mut st = lock(&shared.pipeline);
+            st.grey_us.push((t1 - t0) as f64);
+            match enc.kind {
+                EncodedKind::Delta => st.delta_us.push((t2 - t1) as f64),
+                EncodedKind::Keyframe(_) => st.keyframe_us.push((t2 - t1) as f64),
+                EncodedKind::Unchanged => {}
+            }
+            if let Some(prev) = last_capture {
+                st.interval_jitter_us.push(((capture_us - prev) as f64 - 1e6 / cfg.fps as f64).abs());
+            }
+            st.capture_times.push(capture_us as f64);
+            st.payload_bytes.push(enc.payload_len as f64);
+            st.bytes_total += enc.payload_len as u64;
+        }
+        last_capture = Some(capture_us);
+        let frame = SourceFrame::new(seq, capture_us, cw, ch, grey.clone(), enc.checksum, content_id, cfg.codec, out_payload, delta_base, keyframe);
+        pool.give(grey);
+        shared.frames.send_replace(Some(Arc::new(frame)));
+        seq += 1;
+    }
+    info!(frames = seq, "capture stopped");
+}

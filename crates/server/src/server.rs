@@ -1,0 +1,287 @@
+//! Listeners, handshake, bind safety and the server's lifetime.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use bytes::Bytes;
+use framewire_flow::{ClockOffset, ViewerFlow};
+use framewire_proto::v1::{self, caps, goodbye, Packet, Role};
+use framewire_telemetry::{LatencyReport, SampleWindow};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Notify};
+use tracing::{debug, info, warn};
+
+use crate::clock::now_us;
+use crate::config::{Protocol, ServerConfig};
+use crate::report::build_report;
+use crate::session::{run_daylight_reader, run_v1_reader, run_writer, SentLog, Trace, WriterCtx};
+use crate::state::{lock, Settings, Shared, ViewerCommand, ViewerShared};
+use crate::wire_daylight::DaylightWire;
+use crate::wire_v1::V1Wire;
+use crate::{control, status_file};
+
+pub struct Server;
+
+/// A running server. Dropping it does not stop it; call [`ServerHandle::shutdown`].
+pub struct ServerHandle {
+    pub v1_addr: Option<SocketAddr>,
+    pub daylight_addr: Option<SocketAddr>,
+    shared: Arc<Shared>,
+    capture: Option<std::thread::JoinHandle<()>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+struct Ctx {
+    cfg: ServerConfig,
+    shared: Arc<Shared>,
+    trace: Trace,
+}
+
+impl Server {
+    /// Binds every configured listener, starts the capture loop and serves until shutdown.
+    pub async fn start(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
+        cfg.check_exposure().map_err(anyhow::Error::msg)?;
+        let settings = Settings { brightness: cfg.brightness, warmth: 128, backlight_on: true, running: true };
+        let size = (cfg.resolution.width, cfg.resolution.height);
+        let shared = Shared::new(settings, size, now_us());
+        let trace = match &cfg.trace_frames {
+            Some(p) => Some(Arc::new(Mutex::new(
+                std::fs::OpenOptions::new().create(true).append(true).open(p).with_context(|| format!("opening trace file {}", p.display()))?,
+            ))),
+            None => None,
+        };
+        let mut tasks = Vec::new();
+        let ctx = Arc::new(Ctx { cfg: cfg.clone(), shared: shared.clone(), trace });
+        let mut bound = [None, None];
+        for (i, (addr, proto)) in [(cfg.v1_addr, Protocol::V1), (cfg.daylight_addr, Protocol::Daylight)].into_iter().enumerate() {
+            let Some(addr) = addr else { continue };
+            let l = TcpListener::bind(addr).await.with_context(|| format!("binding the {} listener on {addr} (is another server running? pick another port)", proto.name()))?;
+            let local = l.local_addr()?;
+            info!(protocol = proto.name(), addr = %local, "listening");
+            bound[i] = Some(local);
+            tasks.push(tokio::spawn(accept_loop(l, proto, ctx.clone())));
+        }
+        if bound.iter().all(Option::is_none) {
+            bail!("no listener configured: enable the framewire or the Daylight port");
+        }
+        if let Some(path) = &cfg.control_socket {
+            let l = control::bind(path)?;
+            tasks.push(tokio::spawn(control::serve(l, shared.clone(), path.clone())));
+        }
+        if let Some(path) = &cfg.status_file {
+            tasks.push(tokio::spawn(status_file::run(path.clone(), shared.clone())));
+        }
+        let capture = Some(crate::pipeline::spawn(&cfg, shared.clone()));
+        Ok(ServerHandle { v1_addr: bound[0], daylight_addr: bound[1], shared, capture, tasks })
+    }
+}
+
+impl ServerHandle {
+    pub fn report(&self) -> LatencyReport {
+        build_report(&self.shared)
+    }
+
+    pub fn counter(&self, name: &str) -> u64 {
+        self.shared.counters.value(name)
+    }
+
+    pub fn counters(&self) -> Vec<(String, u64)> {
+        self.shared.counters.snapshot()
+    }
+
+    pub fn viewer_count(&self) -> usize {
+        lock(&self.shared.viewers).len()
+    }
+
+    pub fn send_command(&self, c: ViewerCommand) {
+        let _ = self.shared.commands.send(c);
+    }
+
+    /// Resolves when `Ctrl-C` or a shutdown request arrives.
+    pub async fn wait_shutdown_signal(&self) {
+        let mut rx = self.shared.shutdown.subscribe();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = rx.wait_for(|v| *v) => {}
+        }
+    }
+
+    pub async fn shutdown(mut self) {
+        self.shared.shutdown.send_replace(true);
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+        if let Some(c) = self.capture.take() {
+            let _ = tokio::task::spawn_blocking(move || c.join()).await;
+        }
+    }
+}
+
+async fn accept_loop(l: TcpListener, proto: Protocol, ctx: Arc<Ctx>) {
+    loop {
+        let (sock, peer) = match l.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                // Out of descriptors and the like: back off instead of spinning.
+                ctx.shared.counters.inc("accept_errors");
+                warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let _ = sock.set_nodelay(true);
+            ctx.shared.counters.inc(&format!("connections.{}", proto.name()));
+            let r = match proto {
+                Protocol::V1 => serve_v1(sock, peer, &ctx).await,
+                Protocol::Daylight => serve_daylight(sock, peer, &ctx).await,
+            };
+            if let Err(e) = r {
+                debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+}
+
+fn register(ctx: &Ctx, proto: Protocol, peer: SocketAddr) -> Arc<ViewerShared> {
+    let v = Arc::new(ViewerShared {
+        id: ctx.shared.new_viewer_id(),
+        protocol: proto,
+        peer,
+        flow: Mutex::new(ViewerFlow::new(ctx.cfg.limit, ctx.cfg.ack_timeout_us)),
+        offset: Mutex::new(ClockOffset::new()),
+        e2e_us: Mutex::new(SampleWindow::new(600)),
+        bytes_sent: Default::default(),
+        acked: Notify::new(),
+    });
+    lock(&ctx.shared.viewers).insert(v.id, v.clone());
+    info!(viewer = v.id, protocol = proto.name(), %peer, "viewer connected");
+    v
+}
+
+fn unregister(ctx: &Ctx, v: &ViewerShared) {
+    lock(&ctx.shared.viewers).remove(&v.id);
+    let e2e = lock(&v.e2e_us).clone();
+    let mut d = lock(&ctx.shared.departed_e2e_us);
+    for x in (0..e2e.len()).filter_map(|i| e2e.percentile((i + 1) as f64 * 100.0 / e2e.len() as f64)) {
+        d.push(x);
+    }
+    let s = lock(&v.flow).stats();
+    ctx.shared.counters.get("frames_skipped_departed").add(s.skipped);
+    info!(viewer = v.id, protocol = v.protocol.name(), frames = s.frames_planned, bytes = v.bytes_sent.load(Ordering::Relaxed), "viewer left");
+}
+
+/// Constant-time comparison, so a token cannot be guessed byte by byte from response times.
+fn token_matches(given: &str, expected: &str) -> bool {
+    let (a, b) = (given.as_bytes(), expected.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn goodbye_and_close(sock: &mut TcpStream, code: u16, reason: String) -> anyhow::Result<()> {
+    let _ = sock.write_all(&Packet::Goodbye { code, reason: reason.clone() }.to_bytes()).await;
+    let _ = sock.shutdown().await;
+    bail!(reason)
+}
+
+async fn serve_v1(mut sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::Result<()> {
+    let shared = &ctx.shared;
+    let mut dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
+    let hello = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match dec.next_packet() {
+                Ok(Some(p)) => return Ok(p),
+                Ok(None) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+            match sock.read_buf(dec.buffer_mut()).await {
+                Ok(0) => return Err("closed before hello".to_string()),
+                Ok(_) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    })
+    .await;
+    let (version, role, token, stream) = match hello {
+        Ok(Ok(Packet::Hello { version, role, token, stream, .. })) => (version, role, token, stream),
+        Ok(Ok(other)) => {
+            shared.counters.inc("handshake_rejected.not_hello");
+            let r = format!("expected hello, got {}", v1::kind_name(other.type_byte()));
+            return goodbye_and_close(&mut sock, goodbye::PROTOCOL_ERROR, r).await;
+        }
+        Ok(Err(e)) => {
+            shared.counters.inc("handshake_rejected.bad_packet");
+            warn!(%peer, error = %e, "bad handshake");
+            return goodbye_and_close(&mut sock, goodbye::PROTOCOL_ERROR, format!("bad handshake: {e}")).await;
+        }
+        Err(_) => {
+            shared.counters.inc("handshake_rejected.timeout");
+            return goodbye_and_close(&mut sock, goodbye::PROTOCOL_ERROR, "no hello within 5 s".into()).await;
+        }
+    };
+    if version != v1::VERSION {
+        shared.counters.inc("handshake_rejected.version");
+        return goodbye_and_close(&mut sock, goodbye::UNSUPPORTED_VERSION, format!("protocol version {version} not supported; this server speaks {}", v1::VERSION)).await;
+    }
+    if let Some(expected) = &ctx.cfg.token {
+        if !token_matches(&token, expected) {
+            shared.counters.inc("handshake_rejected.token");
+            warn!(%peer, "viewer rejected: wrong or missing token");
+            return goodbye_and_close(&mut sock, goodbye::UNAUTHORIZED, "wrong or missing token".into()).await;
+        }
+    }
+    if role != Role::Viewer {
+        shared.counters.inc("handshake_rejected.role");
+        return goodbye_and_close(&mut sock, goodbye::PROTOCOL_ERROR, format!("role {role:?} is not served on this port")).await;
+    }
+    if !(stream.is_empty() || stream == "screen") {
+        shared.counters.inc("handshake_rejected.stream");
+        return goodbye_and_close(&mut sock, goodbye::NO_SUCH_STREAM, format!("no stream named {stream:?}; this server has \"screen\"")).await;
+    }
+    let viewer = register(ctx, Protocol::V1, peer);
+    sock.write_all(&Packet::Welcome { version: v1::VERSION, caps: caps::ALL, session: viewer.id }.to_bytes()).await?;
+    let (rd, wr) = sock.into_split();
+    let (ctrl_tx, ctrl_rx) = mpsc::channel::<Bytes>(64);
+    let sent: SentLog = Default::default();
+    let brightness = lock(&shared.settings).brightness;
+    let cx = WriterCtx { shared: shared.clone(), viewer: viewer.clone(), ctrl_rx, sent: sent.clone(), trace: ctx.trace.clone(), ping: true, initial: vec![ViewerCommand::Brightness(brightness)] };
+    let r = tokio::select! {
+        r = run_writer(V1Wire, cx, wr) => r,
+        r = run_v1_reader(shared.clone(), viewer.clone(), dec, rd, ctrl_tx, sent) => r,
+    };
+    unregister(ctx, &viewer);
+    r.map_err(Into::into)
+}
+
+async fn serve_daylight(sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::Result<()> {
+    let shared = &ctx.shared;
+    let viewer = register(ctx, Protocol::Daylight, peer);
+    let (rd, wr) = sock.into_split();
+    // Daylight has no control packets to the viewer besides commands; the channel only closes.
+    let (_ctrl_tx, ctrl_rx) = mpsc::channel::<Bytes>(1);
+    let sent: SentLog = Default::default();
+    let brightness = lock(&shared.settings).brightness;
+    let cx = WriterCtx { shared: shared.clone(), viewer: viewer.clone(), ctrl_rx, sent: sent.clone(), trace: ctx.trace.clone(), ping: false, initial: vec![ViewerCommand::Brightness(brightness)] };
+    let r = tokio::select! {
+        r = run_writer(DaylightWire::default(), cx, wr) => r,
+        r = run_daylight_reader(shared.clone(), viewer.clone(), rd, sent) => r,
+    };
+    unregister(ctx, &viewer);
+    r.map_err(Into::into)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_comparison() {
+        assert!(token_matches("abc", "abc"));
+        assert!(!token_matches("abd", "abc"));
+        assert!(!token_matches("", "abc"));
+    }
+}

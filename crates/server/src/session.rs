@@ -1,0 +1,286 @@
+//! One viewer connection: a writer task that offers it the newest frame whenever its flow
+//! allows, and a reader task that handles what it sends back. They share the viewer's
+//! `ViewerFlow`; an ACK wakes the writer. A viewer whose socket stops draining blocks only its
+//! own writer: the capture loop and every other viewer go on.
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use framewire_flow::{AckOutcome, Plan};
+use framewire_proto::daylight::{ViewerDecoder, ViewerPacket};
+use framewire_proto::v1::{self, goodbye, AckStatus, Packet};
+use framewire_proto::ProtoError;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{broadcast, mpsc};
+use tracing::{debug, warn};
+
+use crate::clock::now_us;
+use crate::frame::SourceFrame;
+use crate::state::{lock, Shared, ViewerCommand, ViewerShared};
+
+/// What the writer must remember about a packet a wire produced.
+pub struct Outgoing {
+    /// The id the viewer will ACK (v1: source seq; Daylight: connection seq), if any.
+    pub ack_id: Option<u64>,
+    pub payload: Option<Bytes>,
+}
+
+/// A protocol's encoding of the writer's decisions.
+pub trait Wire: Send + 'static {
+    fn stream_desc(&mut self, f: &SourceFrame, out: &mut BytesMut);
+    fn frame(&mut self, f: &SourceFrame, keyframe: bool, payload: &Bytes, out: &mut BytesMut) -> Outgoing;
+    fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;
+    fn command(&mut self, c: ViewerCommand, out: &mut BytesMut);
+}
+
+/// Frames sent and not yet acknowledged: ack id → capture time, for end-to-end latency.
+pub type SentLog = Arc<Mutex<VecDeque<(u64, u64)>>>;
+
+/// Appends one line per frame sent to the trace file, if tracing is on.
+pub type Trace = Option<Arc<Mutex<std::fs::File>>>;
+
+/// Payloads up to this size are copied behind their header so both go out in one write.
+const COALESCE_MAX: usize = 64 * 1024;
+
+pub struct WriterCtx {
+    pub shared: Arc<Shared>,
+    pub viewer: Arc<ViewerShared>,
+    pub ctrl_rx: mpsc::Receiver<Bytes>,
+    pub sent: SentLog,
+    pub trace: Trace,
+    /// Send pings (v1) to estimate the viewer's clock offset.
+    pub ping: bool,
+    /// Commands sent right after the first stream description (the Daylight connect order).
+    pub initial: Vec<ViewerCommand>,
+}
+
+pub async fn run_writer<W: Wire>(mut wire: W, mut cx: WriterCtx, mut sock: OwnedWriteHalf) -> io::Result<()> {
+    let shared = cx.shared.clone();
+    let viewer = cx.viewer.clone();
+    let mut frames = shared.frames.subscribe();
+    frames.mark_changed();
+    let mut cmds = shared.commands.subscribe();
+    let mut shutdown = shared.shutdown.subscribe();
+    let mut buf = BytesMut::with_capacity(COALESCE_MAX * 2);
+    let mut last_size = None;
+    let mut initial = std::mem::take(&mut cx.initial);
+    let (mut ping_id, mut next_ping) = (0u32, 0u64);
+    loop {
+        let now = now_us();
+        if cx.ping && now >= next_ping {
+            buf.clear();
+            Packet::Ping { id: ping_id, sent_us: now }.encode(&mut buf);
+            sock.write_all(&buf).await?;
+            // Several quick pings first so the offset is known within the first frames.
+            next_ping = now + if ping_id < 5 { 20_000 } else { 1_000_000 };
+            ping_id = ping_id.wrapping_add(1);
+        }
+        let can = lock(&viewer.flow).can_send(now);
+        let mut take = can && frames.has_changed().unwrap_or(false);
+        if !take {
+            tokio::select! {
+                biased;
+                _ = shutdown.changed() => return Ok(()),
+                b = cx.ctrl_rx.recv() => match b {
+                    Some(b) => { sock.write_all(&b).await?; continue; }
+                    None => return Ok(()), // the reader ended: the connection is over
+                },
+                r = frames.changed(), if can => { r.map_err(|_| io::Error::other("capture stopped"))?; take = true; }
+                _ = viewer.acked.notified() => {}
+                c = cmds.recv() => match c {
+                    Ok(c) => { buf.clear(); wire.command(c, &mut buf); sock.write_all(&buf).await?; }
+                    Err(broadcast::error::RecvError::Lagged(n)) => shared.counters.get("commands_lagged").add(n),
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            }
+        }
+        if !take {
+            continue;
+        }
+        let Some(f) = frames.borrow_and_update().clone() else { continue };
+        buf.clear();
+        if last_size != Some((f.width, f.height)) {
+            wire.stream_desc(&f, &mut buf);
+            last_size = Some((f.width, f.height));
+            for c in initial.drain(..) {
+                wire.command(c, &mut buf);
+            }
+        }
+        let plan = lock(&viewer.flow).plan(&f.info());
+        let out = match plan {
+            Plan::Nothing => continue,
+            Plan::Unchanged => wire.unchanged(&f, &mut buf),
+            Plan::Delta => match &f.payload {
+                Some(p) => wire.frame(&f, false, p, &mut buf),
+                None => unreachable!("a frame with a delta base carries its delta"),
+            },
+            Plan::Keyframe { .. } => {
+                let t = now_us();
+                let (p, fresh) = f.keyframe_payload();
+                if fresh {
+                    lock(&shared.pipeline).keyframe_us.push((now_us() - t) as f64);
+                }
+                wire.frame(&f, true, &p, &mut buf)
+            }
+        };
+        let t0 = now_us();
+        if let Some(id) = out.ack_id {
+            lock(&viewer.flow).on_sent(id, t0);
+            let mut s = lock(&cx.sent);
+            if s.len() >= 256 {
+                s.pop_front();
+            }
+            s.push_back((id, f.capture_us));
+        }
+        let mut bytes = buf.len();
+        match &out.payload {
+            Some(p) if p.len() <= COALESCE_MAX => {
+                buf.put_slice(p);
+                bytes += p.len();
+                sock.write_all(&buf).await?;
+            }
+            Some(p) => {
+                sock.write_all(&buf).await?;
+                sock.write_all(p).await?;
+                bytes += p.len();
+            }
+            None if buf.is_empty() => {}
+            None => sock.write_all(&buf).await?,
+        }
+        let t1 = now_us();
+        lock(&shared.send_us).push((t1 - t0) as f64);
+        viewer.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
+        if let (Some(t), Some(id)) = (&cx.trace, out.ack_id) {
+            use std::io::Write;
+            let line = format!("{} {} {} {:016x}\n", viewer.protocol.name(), viewer.id, id, f.checksum);
+            let _ = lock(t).write_all(line.as_bytes());
+        }
+    }
+}
+
+fn reject(shared: &Shared, viewer: &ViewerShared, e: &ProtoError) {
+    shared.counters.inc(&format!("rejected_packets.{}", e.reason()));
+    warn!(viewer = viewer.id, protocol = viewer.protocol.name(), peer = %viewer.peer, error = %e, "closing connection: bad packet");
+}
+
+fn capture_time(sent: &SentLog, id: u64) -> Option<u64> {
+    let mut s = lock(sent);
+    while let Some(&(i, c)) = s.front() {
+        s.pop_front();
+        if i == id {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// Reads a v1 viewer's packets until it leaves or misbehaves.
+pub async fn run_v1_reader(
+    shared: Arc<Shared>,
+    viewer: Arc<ViewerShared>,
+    mut dec: v1::Decoder,
+    mut sock: OwnedReadHalf,
+    ctrl: mpsc::Sender<Bytes>,
+    sent: SentLog,
+) -> io::Result<()> {
+    loop {
+        loop {
+            let p = match dec.next_packet() {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(e) => {
+                    reject(&shared, &viewer, &e);
+                    let _ = ctrl.send(Packet::Goodbye { code: goodbye::PROTOCOL_ERROR, reason: e.to_string() }.to_bytes()).await;
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                }
+            };
+            let now = now_us();
+            match p {
+                Packet::Ack { seq, status, applied_us, .. } => {
+                    match lock(&viewer.flow).on_ack(seq, now) {
+                        AckOutcome::Rtt(_) => {
+                            let local = lock(&viewer.offset).to_local(applied_us);
+                            if let (Some(cap), Some(applied)) = (capture_time(&sent, seq), local) {
+                                lock(&viewer.e2e_us).push(applied.saturating_sub(cap) as f64);
+                            }
+                        }
+                        AckOutcome::Unknown => shared.counters.inc("acks_unknown"),
+                    }
+                    if status != AckStatus::Applied {
+                        let name = if status == AckStatus::ChecksumMismatch { "viewer_checksum_mismatch" } else { "viewer_decode_errors" };
+                        shared.counters.inc(name);
+                        warn!(viewer = viewer.id, seq, ?status, "viewer could not reproduce the frame; sending a keyframe");
+                        lock(&viewer.flow).request_keyframe();
+                    }
+                    viewer.acked.notify_one();
+                }
+                Packet::KeyframeRequest { .. } => {
+                    lock(&viewer.flow).request_keyframe();
+                    viewer.acked.notify_one();
+                }
+                Packet::Ping { id, sent_us } => {
+                    if ctrl.try_send(Packet::Pong { id, ping_sent_us: sent_us, reply_us: now }.to_bytes()).is_err() {
+                        shared.counters.inc("pongs_dropped");
+                    }
+                }
+                Packet::Pong { ping_sent_us, reply_us, .. } => {
+                    lock(&viewer.offset).sample(ping_sent_us, reply_us, now);
+                }
+                Packet::Goodbye { code, reason } => {
+                    debug!(viewer = viewer.id, code, %reason, "viewer said goodbye");
+                    return Ok(());
+                }
+                other => {
+                    let e = ProtoError::InvalidField { field: "packet", why: "not expected from a viewer" };
+                    reject(&shared, &viewer, &e);
+                    let reason = format!("unexpected {} packet from a viewer", v1::kind_name(other.type_byte()));
+                    let _ = ctrl.send(Packet::Goodbye { code: goodbye::PROTOCOL_ERROR, reason }.to_bytes()).await;
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                }
+            }
+        }
+        if sock.read_buf(dec.buffer_mut()).await? == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads a Daylight viewer's ACKs until it leaves or misbehaves.
+pub async fn run_daylight_reader(shared: Arc<Shared>, viewer: Arc<ViewerShared>, mut sock: OwnedReadHalf, sent: SentLog) -> io::Result<()> {
+    let mut dec = ViewerDecoder::new();
+    loop {
+        loop {
+            match dec.next_packet() {
+                Ok(Some(ViewerPacket::Ack { seq })) => {
+                    let now = now_us();
+                    match lock(&viewer.flow).on_ack(seq as u64, now) {
+                        AckOutcome::Rtt(rtt) => {
+                            // The Daylight ACK has no timestamps: the best estimate of capture →
+                            // applied is the time to send plus half the round trip.
+                            if let Some(cap) = capture_time(&sent, seq as u64) {
+                                let sent_at = now - rtt;
+                                lock(&viewer.e2e_us).push((sent_at.saturating_sub(cap) + rtt / 2) as f64);
+                            }
+                        }
+                        AckOutcome::Unknown => shared.counters.inc("acks_unknown"),
+                    }
+                    viewer.acked.notify_one();
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    reject(&shared, &viewer, &e);
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                }
+            }
+        }
+        if sock.read_buf(dec.buffer_mut()).await? == 0 {
+            return Ok(());
+        }
+    }
+}
