@@ -1,3 +1,44 @@
-fn main() {
-    println!("Hello, world!");
+//! `framewire`: argument parsing and wiring only; the work is in the library crates.
+
+mod bench_codec;
+mod bench_e2e;
+mod cli;
+mod demo;
+mod inspect;
+mod serve;
+mod view;
+
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let cli = cli::Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FRAMEWIRE_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(if cli.verbose { "info" } else { "warn" })
+    });
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let r = rt.block_on(async move {
+        match cli.command {
+            cli::Command::Serve(a) => serve::run(a).await,
+            cli::Command::View(a) => view::run(a).await,
+            cli::Command::Demo(a) => demo::run(a).await,
+            cli::Command::Latency(a) => inspect::latency(a).await,
+            cli::Command::Ctl(a) => inspect::ctl(a).await,
+            cli::Command::Bench(cli::Bench::Codec(a)) => bench_codec::run(a),
+            cli::Command::Bench(cli::Bench::E2e(a)) => bench_e2e::run(a).await,
+        }
+    });
+    match r {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }

@@ -1,0 +1,199 @@
+//! Command-line interface definition.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "framewire", version, about = "Low-latency, lossless streaming of frames and samples", long_about = None)]
+pub struct Cli {
+    /// Log connections and other events to stderr (or set FRAMEWIRE_LOG=debug).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Serve a screen to framewire (port 7878) and Daylight-compatible (port 8888) viewers.
+    Serve(ServeArgs),
+    /// Connect to a server and show (or, with --headless, verify and measure) the stream.
+    View(ViewArgs),
+    /// A server on a synthetic screen with two built-in viewers and a live statistics table.
+    Demo(DemoArgs),
+    /// Per-stage latency of a running server (through its control socket).
+    Latency(LatencyArgs),
+    /// Send a control command to a running server: brightness 200, warmth 80, backlight off,
+    /// resolution sharp, status, health, ...
+    Ctl(CtlArgs),
+    /// Benchmarks that print tables (and --json).
+    #[command(subcommand)]
+    Bench(Bench),
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum CodecArg {
+    Lz4,
+    Zstd,
+    Raw,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum ProtocolArg {
+    Framewire,
+    Daylight,
+}
+
+#[derive(Args, Clone)]
+pub struct SourceArgs {
+    /// Synthetic scene: idle, typing, scroll, video, mixed.
+    #[arg(long, default_value = "mixed")]
+    pub scene: String,
+    /// cozy (800x600), comfortable (1024x768), balanced (1280x960), sharp (1600x1200), or WxH.
+    #[arg(long, default_value = "sharp")]
+    pub resolution: String,
+    /// Capture rate.
+    #[arg(long, default_value_t = 60)]
+    pub fps: u32,
+}
+
+#[derive(Args, Clone)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Address to listen on. Anything but loopback needs --token (or --insecure).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// framewire v1 port (0 = any free port).
+    #[arg(long, default_value_t = 7878)]
+    pub port: u16,
+    /// Daylight-compatible port, for the Daylight Android app (via `adb reverse tcp:8888 tcp:8888`).
+    #[arg(long, default_value_t = 8888)]
+    pub daylight_port: u16,
+    /// Do not open the Daylight-compatible listener.
+    #[arg(long)]
+    pub no_daylight: bool,
+    /// Token framewire viewers must present.
+    #[arg(long, env = "FRAMEWIRE_TOKEN")]
+    pub token: Option<String>,
+    /// Allow serving beyond loopback without a token.
+    #[arg(long)]
+    pub insecure: bool,
+    #[arg(long, value_enum, default_value = "lz4")]
+    pub codec: CodecArg,
+    /// Keyframe every N changed frames (0 = only when needed).
+    #[arg(long, default_value_t = 60)]
+    pub keyframe_interval: u32,
+    /// Control socket path [default: $XDG_RUNTIME_DIR/framewire.sock or /tmp/framewire-UID.sock].
+    #[arg(long)]
+    pub control_socket: Option<PathBuf>,
+    /// Status file path [default: beside the control socket].
+    #[arg(long)]
+    pub status_file: Option<PathBuf>,
+    /// Append `protocol viewer seq checksum` for every frame sent to this file.
+    #[arg(long)]
+    pub trace_frames: Option<PathBuf>,
+}
+
+#[derive(Args, Clone)]
+pub struct ViewArgs {
+    /// Verify and measure without a window (the native window arrives with the X11 work).
+    #[arg(long)]
+    pub headless: bool,
+    #[arg(long, value_enum, default_value = "framewire")]
+    pub protocol: ProtocolArg,
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port [default: 7878 for framewire, 8888 for daylight].
+    #[arg(long)]
+    pub port: Option<u16>,
+    #[arg(long, env = "FRAMEWIRE_TOKEN")]
+    pub token: Option<String>,
+    /// Stop after this many frames.
+    #[arg(long)]
+    pub frames: Option<u64>,
+    /// Seconds between statistics lines.
+    #[arg(long, default_value_t = 2.0)]
+    pub interval: f64,
+    /// Print the final statistics as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Clone)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Stop after this many seconds (default: until Ctrl-C).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// framewire v1 port for the demo server.
+    #[arg(long, default_value_t = 7878)]
+    pub port: u16,
+    /// Daylight-compatible port for the demo server.
+    #[arg(long, default_value_t = 8888)]
+    pub daylight_port: u16,
+}
+
+#[derive(Args, Clone)]
+pub struct LatencyArgs {
+    /// Refresh every 2 s until Ctrl-C.
+    #[arg(long)]
+    pub watch: bool,
+    #[arg(long)]
+    pub json: bool,
+    #[arg(long)]
+    pub control_socket: Option<PathBuf>,
+}
+
+#[derive(Args, Clone)]
+pub struct CtlArgs {
+    /// The verb and its argument, e.g. `brightness 200`.
+    #[arg(required = true, num_args = 1..=2)]
+    pub words: Vec<String>,
+    #[arg(long)]
+    pub control_socket: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+pub enum Bench {
+    /// Per-stage codec cost for every scene at every preset.
+    Codec(BenchCodecArgs),
+    /// Loopback end-to-end latency (capture → applied) with several viewers.
+    E2e(BenchE2eArgs),
+}
+
+#[derive(Args, Clone)]
+pub struct BenchCodecArgs {
+    /// Frames measured per scene and resolution.
+    #[arg(long, default_value_t = 120)]
+    pub frames: u64,
+    /// Comma-separated scenes [default: all].
+    #[arg(long)]
+    pub scenes: Option<String>,
+    /// Comma-separated resolutions [default: the four presets].
+    #[arg(long)]
+    pub resolutions: Option<String>,
+    #[arg(long, value_enum, default_value = "lz4")]
+    pub codec: CodecArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Clone)]
+pub struct BenchE2eArgs {
+    #[arg(long, default_value = "scroll")]
+    pub scene: String,
+    #[arg(long, default_value = "sharp")]
+    pub resolution: String,
+    #[arg(long, default_value_t = 4)]
+    pub viewers: usize,
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+    #[arg(long, default_value_t = 60)]
+    pub fps: u32,
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,78 @@
+//! `framewire latency` and `framewire ctl`: clients of the control socket.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use framewire_server::control::{default_socket_path, request};
+use framewire_telemetry::{LatencyReport, StageSummary};
+
+use crate::cli::{CtlArgs, LatencyArgs};
+
+fn stage(name: &str, s: &StageSummary) -> String {
+    format!("  {name:<18} avg {:>7.3} ms   p50 {:>7.3}   p95 {:>7.3}   p99 {:>7.3}   (n={})", s.avg, s.p50, s.p95, s.p99, s.samples)
+}
+
+pub fn render_report(r: &LatencyReport) -> String {
+    let mut out = vec![
+        format!("source {}  {}  fps {:.1}  jitter {:.2} ms  clients {}", r.source, r.resolution, r.fps, r.jitter_ms, r.clients),
+        format!(
+            "frames {}  unchanged {}  skipped {}  {:.1} KB/frame  {:.2} Mbit/s sent",
+            r.total_frames,
+            r.unchanged_frames,
+            r.skipped_frames,
+            r.bytes_per_frame / 1024.0,
+            r.bandwidth_mbps
+        ),
+        "host:".into(),
+        stage("grey", &r.grey),
+        stage("delta+compress", &r.delta_compress),
+        stage("keyframe", &r.keyframe_compress),
+        stage("send", &r.send),
+        "round trip and end to end:".into(),
+        stage("rtt", &r.rtt),
+        stage("capture→applied", &r.end_to_end),
+    ];
+    let drops: Vec<String> = r
+        .counters
+        .iter()
+        .filter(|(k, v)| *v > 0 && (k.starts_with("rejected") || k.contains("error") || k.contains("mismatch") || k.contains("dropped")))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    out.push(format!("problems: {}", if drops.is_empty() { "none".to_string() } else { drops.join(" ") }));
+    out.join("\n")
+}
+
+pub async fn fetch_report(path: &std::path::Path) -> anyhow::Result<LatencyReport> {
+    let reply = request(path, "REPORT").await?;
+    let json = reply.strip_prefix("OK\n").with_context(|| format!("server replied {reply:?}"))?;
+    serde_json::from_str(json.trim()).context("parsing the server's report")
+}
+
+pub async fn latency(a: LatencyArgs) -> anyhow::Result<()> {
+    let path = a.control_socket.unwrap_or_else(default_socket_path);
+    loop {
+        let r = fetch_report(&path).await?;
+        if a.json {
+            println!("{}", serde_json::to_string(&r)?);
+        } else {
+            println!("{}\n", render_report(&r));
+        }
+        if !a.watch {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+    }
+}
+
+pub async fn ctl(a: CtlArgs) -> anyhow::Result<()> {
+    let path = a.control_socket.unwrap_or_else(default_socket_path);
+    let reply = request(&path, &a.words.join(" ")).await?;
+    print!("{reply}");
+    if reply.starts_with("ERR") {
+        bail!("the server refused the command");
+    }
+    Ok(())
+}

@@ -1,0 +1,53 @@
+//! `framewire view --headless`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::bail;
+use framewire_server::viewer::{run_viewer, ViewerOptions, ViewerStats};
+use framewire_server::Protocol;
+
+use crate::cli::{ProtocolArg, ViewArgs};
+
+pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
+    if !a.headless {
+        bail!("the native viewer window is not built yet; use `framewire view --headless` to receive, verify and measure the stream");
+    }
+    let (protocol, default_port) = match a.protocol {
+        ProtocolArg::Framewire => (Protocol::V1, 7878),
+        ProtocolArg::Daylight => (Protocol::Daylight, 8888),
+    };
+    let addr = format!("{}:{}", a.host, a.port.unwrap_or(default_port));
+    let mut opts = ViewerOptions::new(addr.clone(), protocol);
+    opts.token = a.token.clone();
+    opts.max_frames = a.frames;
+    let stats = Arc::new(Mutex::new(ViewerStats::default()));
+    let printer = {
+        let stats = stats.clone();
+        let every = Duration::from_secs_f64(a.interval.max(0.1));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let line = stats.lock().unwrap_or_else(|e| e.into_inner()).line();
+                println!("{line}");
+            }
+        })
+    };
+    eprintln!("connecting to {addr} ({})", protocol.name());
+    let r = tokio::select! {
+        r = run_viewer(opts, stats.clone(), |_| true) => r,
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    };
+    printer.abort();
+    let s = stats.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        println!("{}", s.line());
+    }
+    r?;
+    if s.checksum_failures > 0 {
+        bail!("{} frames did not match the host's checksum", s.checksum_failures);
+    }
+    Ok(())
+}
