@@ -249,9 +249,17 @@ async fn serve_v1(mut sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::R
     let sent: SentLog = Default::default();
     let brightness = lock(&shared.settings).brightness;
     let cx = WriterCtx { shared: shared.clone(), viewer: viewer.clone(), ctrl_rx, sent: sent.clone(), trace: ctx.trace.clone(), ping: true, initial: vec![ViewerCommand::Brightness(brightness)] };
+    let writer = run_writer(V1Wire, cx, wr);
+    let reader = run_v1_reader(shared.clone(), viewer.clone(), dec, rd, ctrl_tx, sent);
+    tokio::pin!(writer, reader);
     let r = tokio::select! {
-        r = run_writer(V1Wire, cx, wr) => r,
-        r = run_v1_reader(shared.clone(), viewer.clone(), dec, rd, ctrl_tx, sent) => r,
+        r = &mut writer => r,
+        r = &mut reader => {
+            // The reader queued a goodbye (if any) and dropped its channel: let the writer
+            // deliver it and finish, briefly.
+            let _ = tokio::time::timeout(Duration::from_secs(1), &mut writer).await;
+            r
+        }
     };
     unregister(ctx, &viewer);
     r.map_err(Into::into)
