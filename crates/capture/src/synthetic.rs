@@ -8,7 +8,7 @@
 use std::str::FromStr;
 
 use crate::source::{CaptureError, Captured, FrameSource};
-use crate::text::{draw_document, glyph_row, char_at, hash, CELL_H, CELL_W};
+use crate::text::{char_at, draw_document, glyph_row, hash, CELL_H, CELL_W};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scene {
@@ -25,7 +25,13 @@ pub enum Scene {
 }
 
 impl Scene {
-    pub const ALL: [Scene; 5] = [Scene::Idle, Scene::Typing, Scene::Scroll, Scene::Video, Scene::Mixed];
+    pub const ALL: [Scene; 5] = [
+        Scene::Idle,
+        Scene::Typing,
+        Scene::Scroll,
+        Scene::Video,
+        Scene::Mixed,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -45,7 +51,9 @@ impl FromStr for Scene {
             .iter()
             .copied()
             .find(|sc| sc.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| format!("unknown scene {s:?}; choose one of idle, typing, scroll, video, mixed"))
+            .ok_or_else(|| {
+                format!("unknown scene {s:?}; choose one of idle, typing, scroll, video, mixed")
+            })
     }
 }
 
@@ -67,11 +75,22 @@ struct Rect {
 #[derive(Debug, Clone, Copy)]
 enum Panel {
     /// A document scrolled by `speed` pixel rows per frame.
-    Document { rect: Rect, doc: u64, speed: u32 },
+    Document {
+        rect: Rect,
+        doc: u64,
+        speed: u32,
+    },
     /// Text typed into a page: `start` characters at frame 0, then one every `every` frames
     /// (`every` = 0: none), with a blinking cursor after the last one.
-    Typing { rect: Rect, doc: u64, start: u64, every: u64 },
-    Video { rect: Rect },
+    Typing {
+        rect: Rect,
+        doc: u64,
+        start: u64,
+        every: u64,
+    },
+    Video {
+        rect: Rect,
+    },
 }
 
 /// A synthetic screen of one scene at one size.
@@ -88,13 +107,21 @@ pub struct SyntheticSource {
 
 fn window(x0: u32, y0: u32, x1: u32, y1: u32) -> (Rect, Rect) {
     let frame = Rect { x0, y0, x1, y1 };
-    let content = Rect { x0: x0 + 2, y0: y0 + TITLE_H, x1: x1 - 2, y1: y1 - 2 };
+    let content = Rect {
+        x0: x0 + 2,
+        y0: y0 + TITLE_H,
+        x1: x1 - 2,
+        y1: y1 - 2,
+    };
     (frame, content)
 }
 
 impl SyntheticSource {
     pub fn new(scene: Scene, width: u32, height: u32) -> Self {
-        assert!(width >= 16 && height >= 16, "synthetic screens are at least 16x16");
+        assert!(
+            width >= 16 && height >= 16,
+            "synthetic screens are at least 16x16"
+        );
         let (w, h) = (width, height);
         let m = (w.min(h) / 40).max(2);
         let mut panels = Vec::new();
@@ -104,20 +131,50 @@ impl SyntheticSource {
                 let (f, c) = window(m, m, w - m, h - m);
                 windows.push(f);
                 panels.push(match scene {
-                    Scene::Idle => Panel::Typing { rect: c, doc: 7, start: 600, every: 0 },
-                    Scene::Typing => Panel::Typing { rect: c, doc: 11, start: 300, every: 3 },
-                    _ => Panel::Document { rect: c, doc: 3, speed: 4 },
+                    Scene::Idle => Panel::Typing {
+                        rect: c,
+                        doc: 7,
+                        start: 600,
+                        every: 0,
+                    },
+                    Scene::Typing => Panel::Typing {
+                        rect: c,
+                        doc: 11,
+                        start: 300,
+                        every: 3,
+                    },
+                    _ => Panel::Document {
+                        rect: c,
+                        doc: 3,
+                        speed: 4,
+                    },
                 });
             }
-            Scene::Video => panels.push(Panel::Video { rect: Rect { x0: 0, y0: 0, x1: w, y1: h } }),
+            Scene::Video => panels.push(Panel::Video {
+                rect: Rect {
+                    x0: 0,
+                    y0: 0,
+                    x1: w,
+                    y1: h,
+                },
+            }),
             Scene::Mixed => {
                 let split = w * 3 / 5;
                 let (f1, c1) = window(m, m, split - m / 2, h - m);
                 let (f2, c2) = window(split + m / 2, m, w - m, h / 2 - m / 2);
                 let (f3, c3) = window(split + m / 2, h / 2 + m / 2, w - m, h - m);
                 windows.extend([f1, f2, f3]);
-                panels.push(Panel::Document { rect: c1, doc: 5, speed: 2 });
-                panels.push(Panel::Typing { rect: c2, doc: 13, start: 120, every: 3 });
+                panels.push(Panel::Document {
+                    rect: c1,
+                    doc: 5,
+                    speed: 2,
+                });
+                panels.push(Panel::Typing {
+                    rect: c2,
+                    doc: 13,
+                    start: 120,
+                    every: 3,
+                });
                 panels.push(Panel::Video { rect: c3 });
             }
         }
@@ -125,7 +182,15 @@ impl SyntheticSource {
         for f in windows {
             fill(&mut pixels, w, f, TITLE);
         }
-        SyntheticSource { scene, width, height, panels, pixels, rendered: None, next: 0 }
+        SyntheticSource {
+            scene,
+            width,
+            height,
+            panels,
+            pixels,
+            rendered: None,
+            next: 0,
+        }
     }
 
     pub fn scene(&self) -> Scene {
@@ -159,7 +224,11 @@ fn fill(buf: &mut [u32], stride: u32, r: Rect, c: u32) {
 
 fn draw_panel(buf: &mut [u32], stride: u32, p: Panel, i: u64, incremental: bool) {
     match p {
-        Panel::Document { rect: r, doc, speed } => {
+        Panel::Document {
+            rect: r,
+            doc,
+            speed,
+        } => {
             let h = r.y1 - r.y0;
             let off = i * speed as u64;
             if incremental && speed < h {
@@ -169,21 +238,62 @@ fn draw_panel(buf: &mut [u32], stride: u32, p: Panel, i: u64, incremental: bool)
                 // Scrolling moves pixels; only the newly exposed rows are drawn.
                 for y in r.y0..r.y1 - speed {
                     let src = ((y + speed) * stride + r.x0) as usize;
-                    buf.copy_within(src..src + (r.x1 - r.x0) as usize, (y * stride + r.x0) as usize);
+                    buf.copy_within(
+                        src..src + (r.x1 - r.x0) as usize,
+                        (y * stride + r.x0) as usize,
+                    );
                 }
-                draw_document(buf, stride, r.x0, r.x1, r.y1 - speed, r.y1, doc, off.wrapping_sub(r.y0 as u64), INK, PAPER);
+                draw_document(
+                    buf,
+                    stride,
+                    r.x0,
+                    r.x1,
+                    r.y1 - speed,
+                    r.y1,
+                    doc,
+                    off.wrapping_sub(r.y0 as u64),
+                    INK,
+                    PAPER,
+                );
             } else {
-                draw_document(buf, stride, r.x0, r.x1, r.y0, r.y1, doc, off.wrapping_sub(r.y0 as u64), INK, PAPER);
+                draw_document(
+                    buf,
+                    stride,
+                    r.x0,
+                    r.x1,
+                    r.y0,
+                    r.y1,
+                    doc,
+                    off.wrapping_sub(r.y0 as u64),
+                    INK,
+                    PAPER,
+                );
             }
         }
-        Panel::Typing { rect: r, doc, start, every } => {
+        Panel::Typing {
+            rect: r,
+            doc,
+            start,
+            every,
+        } => {
             let cols = ((r.x1 - r.x0) / CELL_W).max(1) as u64;
             let rows = ((r.y1 - r.y0) / CELL_H).max(1) as u64;
             let page = cols * rows;
             let typed = |i: u64| start + i.checked_div(every).unwrap_or(0);
-            let cursor_on = |i: u64| (i / CURSOR_BLINK_FRAMES) % 2 == 0;
+            let cursor_on = |i: u64| (i / CURSOR_BLINK_FRAMES).is_multiple_of(2);
             let (t, prev) = (typed(i), typed(i.saturating_sub(1)));
-            let cell = |buf: &mut [u32], k: u64| draw_cell(buf, stride, r, cols, doc + t / page, k, t % page, cursor_on(i));
+            let cell = |buf: &mut [u32], k: u64| {
+                draw_cell(
+                    buf,
+                    stride,
+                    r,
+                    cols,
+                    doc + t / page,
+                    k,
+                    t % page,
+                    cursor_on(i),
+                )
+            };
             if incremental && t / page == prev / page {
                 if t == prev && cursor_on(i) == cursor_on(i - 1) {
                     return;
@@ -219,14 +329,27 @@ fn draw_panel(buf: &mut [u32], stride: u32, p: Panel, i: u64, incremental: bool)
 /// Draws typing cell `k` (row-major) of a page: its character if typed (k < typed), and the
 /// cursor bar if the cursor is at k and on.
 #[allow(clippy::too_many_arguments)]
-fn draw_cell(buf: &mut [u32], stride: u32, r: Rect, cols: u64, doc: u64, k: u64, typed: u64, cursor: bool) {
+fn draw_cell(
+    buf: &mut [u32],
+    stride: u32,
+    r: Rect,
+    cols: u64,
+    doc: u64,
+    k: u64,
+    typed: u64,
+    cursor: bool,
+) {
     let (line, col) = (k / cols, (k % cols) as u32);
     let x0 = r.x0 + col * CELL_W;
     let y0 = r.y0 + line as u32 * CELL_H;
     if x0 + CELL_W > r.x1 || y0 + CELL_H > r.y1 {
         return;
     }
-    let c = if k < typed { char_at(doc, line, col, cols as u32) } else { 0 };
+    let c = if k < typed {
+        char_at(doc, line, col, cols as u32)
+    } else {
+        0
+    };
     for row in 0..CELL_H {
         let o = ((y0 + row) * stride + x0) as usize;
         let out = &mut buf[o..o + CELL_W as usize];
@@ -256,7 +379,12 @@ impl FrameSource for SyntheticSource {
         self.next += 1;
         let (width, height) = (self.width, self.height);
         let bgra = self.render(i);
-        Ok(Captured { width, height, bgra, changed: true })
+        Ok(Captured {
+            width,
+            height,
+            bgra,
+            changed: true,
+        })
     }
 }
 
@@ -290,11 +418,17 @@ mod tests {
             }
             count
         };
-        assert!(changed(Scene::Idle, 120) <= 4, "idle changes only when the cursor blinks");
+        assert!(
+            changed(Scene::Idle, 120) <= 4,
+            "idle changes only when the cursor blinks"
+        );
         assert_eq!(changed(Scene::Scroll, 60), 60);
         assert_eq!(changed(Scene::Video, 60), 60);
         let typing = changed(Scene::Typing, 120);
-        assert!((34..=44).contains(&typing), "typing changed {typing} of 120 frames");
+        assert!(
+            (34..=44).contains(&typing),
+            "typing changed {typing} of 120 frames"
+        );
         assert_eq!(changed(Scene::Mixed, 60), 60);
     }
 

@@ -32,7 +32,7 @@ pub fn char_at(doc: u64, line: u64, col: u32, cols: u32) -> u8 {
 
 /// Row `row` (0..CELL_H) of glyph `c` as a bit mask over GLYPH_W columns.
 pub fn glyph_row(c: u8, row: u32) -> u8 {
-    if c == 0 || row < GLYPH_TOP || row >= GLYPH_TOP + GLYPH_H {
+    if c == 0 || !(GLYPH_TOP..GLYPH_TOP + GLYPH_H).contains(&row) {
         return 0;
     }
     (hash(c as u64 * 31 + (row - GLYPH_TOP) as u64) as u8) & ((1 << GLYPH_W) - 1)
@@ -41,7 +41,18 @@ pub fn glyph_row(c: u8, row: u32) -> u8 {
 /// Draws document rows into `buf` (u32 BGRA pixels with `stride`), region x in `x0..x1`, for
 /// destination rows `y0..y1`, where destination row y shows document pixel row `y + doc_y`.
 #[allow(clippy::too_many_arguments)]
-pub fn draw_document(buf: &mut [u32], stride: u32, x0: u32, x1: u32, y0: u32, y1: u32, doc: u64, doc_y: u64, fg: u32, bg: u32) {
+pub fn draw_document(
+    buf: &mut [u32],
+    stride: u32,
+    x0: u32,
+    x1: u32,
+    y0: u32,
+    y1: u32,
+    doc: u64,
+    doc_y: u64,
+    fg: u32,
+    bg: u32,
+) {
     let cols = (x1 - x0) / CELL_W;
     for y in y0..y1 {
         let py = (y as u64).wrapping_add(doc_y);
@@ -49,7 +60,7 @@ pub fn draw_document(buf: &mut [u32], stride: u32, x0: u32, x1: u32, y0: u32, y1
         let row = (py % CELL_H as u64) as u32;
         let out = &mut buf[(y * stride + x0) as usize..(y * stride + x1) as usize];
         out.fill(bg);
-        if row < GLYPH_TOP || row >= GLYPH_TOP + GLYPH_H {
+        if !(GLYPH_TOP..GLYPH_TOP + GLYPH_H).contains(&row) {
             continue;
         }
         for col in 0..cols {

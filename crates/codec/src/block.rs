@@ -37,16 +37,23 @@ impl BlockCodec {
         match self {
             BlockCodec::Raw => out.extend_from_slice(src),
             BlockCodec::Lz4 => {
-                let bound = lz4::block::compress_bound(src.len()).map_err(|e| CodecError::Compress(e.to_string()))?;
-                out.resize(bound, 0);
-                let n = lz4::block::compress_to_buffer(src, Some(lz4::block::CompressionMode::DEFAULT), false, out)
+                let bound = lz4::block::compress_bound(src.len())
                     .map_err(|e| CodecError::Compress(e.to_string()))?;
+                out.resize(bound, 0);
+                let n = lz4::block::compress_to_buffer(
+                    src,
+                    Some(lz4::block::CompressionMode::DEFAULT),
+                    false,
+                    out,
+                )
+                .map_err(|e| CodecError::Compress(e.to_string()))?;
                 out.truncate(n);
             }
             BlockCodec::Zstd(level) => {
                 let bound = zstd::zstd_safe::compress_bound(src.len());
                 out.resize(bound, 0);
-                let n = zstd::bulk::compress_to_buffer(src, &mut out[..], level).map_err(|e| CodecError::Compress(e.to_string()))?;
+                let n = zstd::bulk::compress_to_buffer(src, &mut out[..], level)
+                    .map_err(|e| CodecError::Compress(e.to_string()))?;
                 out.truncate(n);
             }
         }
@@ -63,13 +70,19 @@ impl BlockCodec {
                 src.len()
             }
             BlockCodec::Lz4 => {
-                let expected = i32::try_from(dst.len()).map_err(|_| CodecError::Corrupt("frame too large".into()))?;
-                lz4::block::decompress_to_buffer(src, Some(expected), dst).map_err(|e| CodecError::Corrupt(e.to_string()))?
+                let expected = i32::try_from(dst.len())
+                    .map_err(|_| CodecError::Corrupt("frame too large".into()))?;
+                lz4::block::decompress_to_buffer(src, Some(expected), dst)
+                    .map_err(|e| CodecError::Corrupt(e.to_string()))?
             }
-            BlockCodec::Zstd(_) => zstd::bulk::decompress_to_buffer(src, dst).map_err(|e| CodecError::Corrupt(e.to_string()))?,
+            BlockCodec::Zstd(_) => zstd::bulk::decompress_to_buffer(src, dst)
+                .map_err(|e| CodecError::Corrupt(e.to_string()))?,
         };
         if got != dst.len() {
-            return Err(CodecError::WrongSize { got, expected: dst.len() });
+            return Err(CodecError::WrongSize {
+                got,
+                expected: dst.len(),
+            });
         }
         Ok(())
     }

@@ -3,7 +3,10 @@
 
 /// `out = a ^ b`.
 pub fn xor_into(a: &[u8], b: &[u8], out: &mut [u8]) {
-    assert!(a.len() == b.len() && b.len() == out.len(), "delta operands differ in size");
+    assert!(
+        a.len() == b.len() && b.len() == out.len(),
+        "delta operands differ in size"
+    );
     for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
         *o = x ^ y;
     }
@@ -11,7 +14,11 @@ pub fn xor_into(a: &[u8], b: &[u8], out: &mut [u8]) {
 
 /// `dst ^= delta`: applies a delta to a picture in place.
 pub fn xor_in_place(dst: &mut [u8], delta: &[u8]) {
-    assert_eq!(dst.len(), delta.len(), "delta size differs from picture size");
+    assert_eq!(
+        dst.len(),
+        delta.len(),
+        "delta size differs from picture size"
+    );
     for (d, x) in dst.iter_mut().zip(delta) {
         *d ^= x;
     }

@@ -50,7 +50,15 @@ pub struct HostEncoder {
 
 impl HostEncoder {
     pub fn new(codec: BlockCodec, keyframe_interval: u32) -> Self {
-        HostEncoder { codec, keyframe_interval, prev: Vec::new(), delta: Vec::new(), have_prev: false, changed_since_key: 0, key_requested: false }
+        HostEncoder {
+            codec,
+            keyframe_interval,
+            prev: Vec::new(),
+            delta: Vec::new(),
+            have_prev: false,
+            changed_since_key: 0,
+            key_requested: false,
+        }
     }
 
     pub fn codec(&self) -> BlockCodec {
@@ -79,11 +87,16 @@ impl HostEncoder {
         };
         if reason.is_none() && self.prev[..] == cur[..] {
             out.clear();
-            return Ok(Encoded { kind: EncodedKind::Unchanged, checksum, payload_len: 0 });
+            return Ok(Encoded {
+                kind: EncodedKind::Unchanged,
+                checksum,
+                payload_len: 0,
+            });
         }
         let reason = reason.or_else(|| {
             self.changed_since_key += 1;
-            (self.keyframe_interval > 0 && self.changed_since_key >= self.keyframe_interval).then_some(KeyframeReason::Interval)
+            (self.keyframe_interval > 0 && self.changed_since_key >= self.keyframe_interval)
+                .then_some(KeyframeReason::Interval)
         });
         let kind = match reason {
             Some(r) => {
@@ -102,7 +115,11 @@ impl HostEncoder {
         self.prev.clear();
         self.prev.extend_from_slice(cur);
         self.have_prev = true;
-        Ok(Encoded { kind, checksum, payload_len: out.len() })
+        Ok(Encoded {
+            kind,
+            checksum,
+            payload_len: out.len(),
+        })
     }
 }
 
@@ -119,14 +136,23 @@ mod tests {
         let a = vec![1u8; 64];
         let mut b = a.clone();
         b[3] = 9;
-        assert_eq!(e.encode(&a, &mut out).unwrap().kind, EncodedKind::Keyframe(KeyframeReason::First));
+        assert_eq!(
+            e.encode(&a, &mut out).unwrap().kind,
+            EncodedKind::Keyframe(KeyframeReason::First)
+        );
         let u = e.encode(&a, &mut out).unwrap();
         assert_eq!((u.kind, u.payload_len), (EncodedKind::Unchanged, 0));
         assert_eq!(e.encode(&a, &mut out).unwrap().kind, EncodedKind::Unchanged);
         assert_eq!(e.encode(&b, &mut out).unwrap().kind, EncodedKind::Delta);
-        assert_eq!(e.encode(&a, &mut out).unwrap().kind, EncodedKind::Keyframe(KeyframeReason::Interval));
+        assert_eq!(
+            e.encode(&a, &mut out).unwrap().kind,
+            EncodedKind::Keyframe(KeyframeReason::Interval)
+        );
         e.request_keyframe();
-        assert_eq!(e.encode(&a, &mut out).unwrap().kind, EncodedKind::Keyframe(KeyframeReason::Requested));
+        assert_eq!(
+            e.encode(&a, &mut out).unwrap().kind,
+            EncodedKind::Keyframe(KeyframeReason::Requested)
+        );
         assert_eq!(e.encode(&a, &mut out).unwrap().kind, EncodedKind::Unchanged);
     }
 

@@ -19,7 +19,11 @@ const WB: u16 = 29;
 
 /// The reference definition: one pixel at a time, no tricks.
 pub fn to_grey_scalar(src: &[u8], order: PixelOrder, dst: &mut [u8]) {
-    assert_eq!(src.len(), dst.len() * 4, "source must be 4 bytes per destination pixel");
+    assert_eq!(
+        src.len(),
+        dst.len() * 4,
+        "source must be 4 bytes per destination pixel"
+    );
     for (px, out) in src.chunks_exact(4).zip(dst.iter_mut()) {
         let (r, g, b) = match order {
             PixelOrder::Bgra => (px[2], px[1], px[0]),
@@ -47,7 +51,11 @@ unsafe fn kernel_avx2(src: &[u8], dst: &mut [u8], wb0: u16, wb2: u16) {
 /// Converts `src` (4 bytes per pixel) into `dst` (1 byte per pixel), using AVX2 when the CPU
 /// has it. Output is identical to [`to_grey_scalar`].
 pub fn to_grey(src: &[u8], order: PixelOrder, dst: &mut [u8]) {
-    assert_eq!(src.len(), dst.len() * 4, "source must be 4 bytes per destination pixel");
+    assert_eq!(
+        src.len(),
+        dst.len() * 4,
+        "source must be 4 bytes per destination pixel"
+    );
     let (wb0, wb2) = match order {
         PixelOrder::Bgra => (WB, WR),
         PixelOrder::Rgba => (WR, WB),
@@ -70,7 +78,9 @@ mod tests {
 
     #[test]
     fn known_values() {
-        let src = [0, 0, 255, 255, 0, 255, 0, 255, 255, 0, 0, 255, 255, 255, 255, 255];
+        let src = [
+            0, 0, 255, 255, 0, 255, 0, 255, 255, 0, 0, 255, 255, 255, 255, 255,
+        ];
         let mut dst = [0u8; 4];
         to_grey(&src, PixelOrder::Bgra, &mut dst);
         // (77*255)>>8 = 76, (150*255)>>8 = 149, (29*255)>>8 = 28, (256*255)>>8 = 255

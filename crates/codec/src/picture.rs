@@ -28,7 +28,14 @@ pub struct Picture {
 impl Picture {
     pub fn new(width: u32, height: u32) -> Self {
         let n = width as usize * height as usize;
-        Picture { width, height, pixels: vec![0; n], scratch: vec![0; n], valid: false, pending_delta: false }
+        Picture {
+            width,
+            height,
+            pixels: vec![0; n],
+            scratch: vec![0; n],
+            valid: false,
+            pending_delta: false,
+        }
     }
 
     pub fn width(&self) -> u32 {
@@ -59,7 +66,12 @@ impl Picture {
     /// Decompresses a payload. A keyframe lands straight in the picture (no extra copy); a delta
     /// lands in scratch until [`Picture::apply`]. On error the picture is marked invalid, so
     /// no later delta is applied to a wrong base.
-    pub fn decode(&mut self, keyframe: bool, codec: BlockCodec, payload: &[u8]) -> Result<(), ApplyError> {
+    pub fn decode(
+        &mut self,
+        keyframe: bool,
+        codec: BlockCodec,
+        payload: &[u8],
+    ) -> Result<(), ApplyError> {
         self.pending_delta = false;
         if keyframe {
             let r = codec.decompress(payload, &mut self.pixels);

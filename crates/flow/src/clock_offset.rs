@@ -37,7 +37,8 @@ impl ClockOffset {
 
     /// Converts a remote timestamp to the local clock.
     pub fn to_local(&self, remote_us: u64) -> Option<u64> {
-        self.offset_us().map(|o| (remote_us as i64 - o).max(0) as u64)
+        self.offset_us()
+            .map(|o| (remote_us as i64 - o).max(0) as u64)
     }
 }
 

@@ -12,7 +12,12 @@ pub struct InflightLimit {
 
 impl Default for InflightLimit {
     fn default() -> Self {
-        InflightLimit { min: 2, max: 6, budget_ms: 120.0, initial_rtt_ms: 15.0 }
+        InflightLimit {
+            min: 2,
+            max: 6,
+            budget_ms: 120.0,
+            initial_rtt_ms: 15.0,
+        }
     }
 }
 

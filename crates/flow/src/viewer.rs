@@ -199,7 +199,12 @@ mod tests {
 
     /// A host of frames where every frame changes, like scrolling.
     fn changing(seq: u64) -> FrameInfo {
-        FrameInfo { seq, content_id: seq, delta_base: seq.checked_sub(1), keyframe: seq == 0 }
+        FrameInfo {
+            seq,
+            content_id: seq,
+            delta_base: seq.checked_sub(1),
+            keyframe: seq == 0,
+        }
     }
 
     #[test]
@@ -246,12 +251,33 @@ mod tests {
     #[test]
     fn skipped_unchanged_frames_need_no_keyframe() {
         let mut v = flow();
-        let f0 = FrameInfo { seq: 0, content_id: 0, delta_base: None, keyframe: true };
+        let f0 = FrameInfo {
+            seq: 0,
+            content_id: 0,
+            delta_base: None,
+            keyframe: true,
+        };
         assert_eq!(v.plan(&f0), Plan::Keyframe { forced: false });
         // Frames 1..=3 are unchanged (content 0); the viewer skips 1 and 2.
-        assert_eq!(v.plan(&FrameInfo { seq: 3, content_id: 0, delta_base: None, keyframe: false }), Plan::Unchanged);
+        assert_eq!(
+            v.plan(&FrameInfo {
+                seq: 3,
+                content_id: 0,
+                delta_base: None,
+                keyframe: false
+            }),
+            Plan::Unchanged
+        );
         // Frame 4 changes, delta against content 0: the viewer holds content 0, so a delta works.
-        assert_eq!(v.plan(&FrameInfo { seq: 4, content_id: 4, delta_base: Some(0), keyframe: false }), Plan::Delta);
+        assert_eq!(
+            v.plan(&FrameInfo {
+                seq: 4,
+                content_id: 4,
+                delta_base: Some(0),
+                keyframe: false
+            }),
+            Plan::Delta
+        );
         assert_eq!(v.stats().skipped, 2);
         assert_eq!(v.stats().forced_keyframes, 0);
     }

@@ -38,7 +38,12 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
-fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: framewire_codec::BlockCodec) -> anyhow::Result<Row> {
+fn bench_one(
+    scene: Scene,
+    res: Resolution,
+    frames: u64,
+    codec: framewire_codec::BlockCodec,
+) -> anyhow::Result<Row> {
     let mut src = SyntheticSource::new(scene, res.width, res.height);
     let mut enc = HostEncoder::new(codec, 0);
     let mut pic = Picture::new(res.width, res.height);
@@ -63,7 +68,11 @@ fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: framewire_codec:
         }
         pic.apply();
         let dec_ms = ms(t);
-        anyhow::ensure!(pic.pixels() == &grey[..], "frame {i} of {} did not round-trip", scene.name());
+        anyhow::ensure!(
+            pic.pixels() == &grey[..],
+            "frame {i} of {} did not round-trip",
+            scene.name()
+        );
         if i == 0 {
             key_bytes = e.payload_len;
             continue; // the first frame is a keyframe: measured separately below
@@ -83,7 +92,10 @@ fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: framewire_codec:
     let mean = bytes.iter().sum::<f64>() / bytes.len().max(1) as f64;
     Ok(Row {
         scene: scene.name().into(),
-        resolution: res.preset_name().map(str::to_string).unwrap_or_else(|| res.to_string()),
+        resolution: res
+            .preset_name()
+            .map(str::to_string)
+            .unwrap_or_else(|| res.to_string()),
         frames,
         grey_ms_p50: median(&mut g),
         delta_compress_ms_p50: median(&mut dc),
@@ -98,19 +110,47 @@ fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: framewire_codec:
 
 pub fn run(a: BenchCodecArgs) -> anyhow::Result<()> {
     let scenes: Vec<Scene> = match &a.scenes {
-        Some(s) => s.split(',').map(|x| x.parse::<Scene>().map_err(anyhow::Error::msg)).collect::<Result<_, _>>()?,
+        Some(s) => s
+            .split(',')
+            .map(|x| x.parse::<Scene>().map_err(anyhow::Error::msg))
+            .collect::<Result<_, _>>()?,
         None => Scene::ALL.to_vec(),
     };
     let resolutions: Vec<Resolution> = match &a.resolutions {
-        Some(s) => s.split(',').map(|x| x.parse::<Resolution>()).collect::<Result<_, _>>()?,
-        None => PRESETS.iter().map(|p| Resolution { width: p.1, height: p.2 }).collect(),
+        Some(s) => s
+            .split(',')
+            .map(|x| x.parse::<Resolution>())
+            .collect::<Result<_, _>>()?,
+        None => PRESETS
+            .iter()
+            .map(|p| Resolution {
+                width: p.1,
+                height: p.2,
+            })
+            .collect(),
     };
     anyhow::ensure!(a.frames >= 10, "--frames must be at least 10");
     let codec = crate::serve::codec(a.codec);
     let mut rows = Vec::new();
     if !a.json {
-        println!("codec {} — medians over {} frames per row (decode+apply = decompress + XOR)", codec.name(), a.frames);
-        println!("{:<8} {:<12} {:>8} {:>15} {:>14} {:>12} {:>12} {:>10} {:>12} {:>10}", "scene", "resolution", "grey ms", "delta+comp ms", "dec+apply ms", "bytes p50", "bytes mean", "unchanged", "key comp ms", "key bytes");
+        println!(
+            "codec {} — medians over {} frames per row (decode+apply = decompress + XOR)",
+            codec.name(),
+            a.frames
+        );
+        println!(
+            "{:<8} {:<12} {:>8} {:>15} {:>14} {:>12} {:>12} {:>10} {:>12} {:>10}",
+            "scene",
+            "resolution",
+            "grey ms",
+            "delta+comp ms",
+            "dec+apply ms",
+            "bytes p50",
+            "bytes mean",
+            "unchanged",
+            "key comp ms",
+            "key bytes"
+        );
     }
     for &res in &resolutions {
         for &scene in &scenes {

@@ -63,13 +63,23 @@ pub async fn run(a: BenchE2eArgs) -> anyhow::Result<()> {
     for s in &all {
         let s = s.lock().unwrap_or_else(|e| e.into_inner());
         for p in 1..=s.e2e_us.len() {
-            merged.push(s.e2e_us.percentile(p as f64 * 100.0 / s.e2e_us.len() as f64).unwrap_or(0.0));
+            merged.push(
+                s.e2e_us
+                    .percentile(p as f64 * 100.0 / s.e2e_us.len() as f64)
+                    .unwrap_or(0.0),
+            );
         }
         fps_min = fps_min.min(s.fps());
         failures += s.checksum_failures;
     }
     merged.sort_by(|a, b| a.total_cmp(b));
-    let pct = |p: f64| merged.get(((p / 100.0 * merged.len() as f64).ceil() as usize).saturating_sub(1)).copied().unwrap_or(0.0) / 1000.0;
+    let pct = |p: f64| {
+        merged
+            .get(((p / 100.0 * merged.len() as f64).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(0.0)
+            / 1000.0
+    };
     let report = server.report();
     let r = Result {
         scene: scene.name().into(),
@@ -89,8 +99,18 @@ pub async fn run(a: BenchE2eArgs) -> anyhow::Result<()> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        println!("loopback end to end (capture → applied), {} at {}, {} viewers, {:.0} s, {} samples", r.scene, r.resolution, r.viewers, r.seconds, merged.len());
-        println!("  e2e ms   p50 {:.3}   p95 {:.3}   p99 {:.3}   max {:.3}", r.e2e_ms_p50, r.e2e_ms_p95, r.e2e_ms_p99, r.e2e_ms_max);
+        println!(
+            "loopback end to end (capture → applied), {} at {}, {} viewers, {:.0} s, {} samples",
+            r.scene,
+            r.resolution,
+            r.viewers,
+            r.seconds,
+            merged.len()
+        );
+        println!(
+            "  e2e ms   p50 {:.3}   p95 {:.3}   p99 {:.3}   max {:.3}",
+            r.e2e_ms_p50, r.e2e_ms_p95, r.e2e_ms_p99, r.e2e_ms_max
+        );
         println!("  slowest viewer fps {:.1}   checksum failures {}   server rtt p99 {:.3} ms   skipped frames {}", r.viewer_fps_min, r.checksum_failures, r.server_rtt_ms_p99, r.server_skipped_frames);
     }
     Ok(())

@@ -57,23 +57,41 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = tokio::signal::ctrl_c() => break,
         }
-        let mut table = format!("framewire demo — {} at {} — {:.0} s\n\n", a.source.scene, res, start.elapsed().as_secs_f64());
+        let mut table = format!(
+            "framewire demo — {} at {} — {:.0} s\n\n",
+            a.source.scene,
+            res,
+            start.elapsed().as_secs_f64()
+        );
         table.push_str(&render_report(&server.report()));
         table.push_str("\n\nviewers:\n");
         for (stats, task) in &viewers {
             let line = stats.lock().unwrap_or_else(|e| e.into_inner()).line();
-            let state = if task.is_finished() { " (disconnected)" } else { "" };
+            let state = if task.is_finished() {
+                " (disconnected)"
+            } else {
+                ""
+            };
             table.push_str(&format!("  {line}{state}\n"));
         }
         if tty {
             print!("\x1b[2J\x1b[H");
         }
         println!("{table}\n{next_steps}\n");
-        if a.seconds.is_some_and(|s| start.elapsed().as_secs_f64() >= s) {
+        if a.seconds
+            .is_some_and(|s| start.elapsed().as_secs_f64() >= s)
+        {
             break;
         }
     }
-    let failures: u64 = viewers.iter().map(|(s, _)| s.lock().unwrap_or_else(|e| e.into_inner()).checksum_failures).sum();
+    let failures: u64 = viewers
+        .iter()
+        .map(|(s, _)| {
+            s.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .checksum_failures
+        })
+        .sum();
     for (_, t) in &viewers {
         t.abort();
     }

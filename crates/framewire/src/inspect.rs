@@ -9,12 +9,18 @@ use framewire_telemetry::{LatencyReport, StageSummary};
 use crate::cli::{CtlArgs, LatencyArgs};
 
 fn stage(name: &str, s: &StageSummary) -> String {
-    format!("  {name:<18} avg {:>7.3} ms   p50 {:>7.3}   p95 {:>7.3}   p99 {:>7.3}   (n={})", s.avg, s.p50, s.p95, s.p99, s.samples)
+    format!(
+        "  {name:<18} avg {:>7.3} ms   p50 {:>7.3}   p95 {:>7.3}   p99 {:>7.3}   (n={})",
+        s.avg, s.p50, s.p95, s.p99, s.samples
+    )
 }
 
 pub fn render_report(r: &LatencyReport) -> String {
     let mut out = vec![
-        format!("source {}  {}  fps {:.1}  jitter {:.2} ms  clients {}", r.source, r.resolution, r.fps, r.jitter_ms, r.clients),
+        format!(
+            "source {}  {}  fps {:.1}  jitter {:.2} ms  clients {}",
+            r.source, r.resolution, r.fps, r.jitter_ms, r.clients
+        ),
         format!(
             "frames {}  unchanged {}  skipped {}  {:.1} KB/frame  {:.2} Mbit/s sent",
             r.total_frames,
@@ -35,16 +41,31 @@ pub fn render_report(r: &LatencyReport) -> String {
     let drops: Vec<String> = r
         .counters
         .iter()
-        .filter(|(k, v)| *v > 0 && (k.starts_with("rejected") || k.contains("error") || k.contains("mismatch") || k.contains("dropped")))
+        .filter(|(k, v)| {
+            *v > 0
+                && (k.starts_with("rejected")
+                    || k.contains("error")
+                    || k.contains("mismatch")
+                    || k.contains("dropped"))
+        })
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    out.push(format!("problems: {}", if drops.is_empty() { "none".to_string() } else { drops.join(" ") }));
+    out.push(format!(
+        "problems: {}",
+        if drops.is_empty() {
+            "none".to_string()
+        } else {
+            drops.join(" ")
+        }
+    ));
     out.join("\n")
 }
 
 pub async fn fetch_report(path: &std::path::Path) -> anyhow::Result<LatencyReport> {
     let reply = request(path, "REPORT").await?;
-    let json = reply.strip_prefix("OK\n").with_context(|| format!("server replied {reply:?}"))?;
+    let json = reply
+        .strip_prefix("OK\n")
+        .with_context(|| format!("server replied {reply:?}"))?;
     serde_json::from_str(json.trim()).context("parsing the server's report")
 }
 

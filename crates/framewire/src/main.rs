@@ -12,11 +12,19 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("FRAMEWIRE_LOG").unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(if cli.verbose { "info" } else { "warn" })
-    });
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("FRAMEWIRE_LOG").unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(if cli.verbose { "info" } else { "warn" })
+        });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

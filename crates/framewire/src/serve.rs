@@ -45,14 +45,30 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
 
 pub async fn run(a: ServeArgs) -> anyhow::Result<()> {
     let cfg = config(&a)?;
-    let server = Server::start(cfg.clone()).await.context("starting the server")?;
-    let ctl = cfg.control_socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
-    println!("framewire serving {} at {} ({} fps)", a.source.scene, cfg.resolution, cfg.fps);
+    let server = Server::start(cfg.clone())
+        .await
+        .context("starting the server")?;
+    let ctl = cfg
+        .control_socket
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    println!(
+        "framewire serving {} at {} ({} fps)",
+        a.source.scene, cfg.resolution, cfg.fps
+    );
     if let Some(v) = server.v1_addr {
-        println!("  framewire viewers: framewire view --headless --host {} --port {}", v.ip(), v.port());
+        println!(
+            "  framewire viewers: framewire view --headless --host {} --port {}",
+            v.ip(),
+            v.port()
+        );
     }
     if let Some(d) = server.daylight_addr {
-        println!("  Daylight app:      adb reverse tcp:8888 tcp:{}   (then open the app)", d.port());
+        println!(
+            "  Daylight app:      adb reverse tcp:8888 tcp:{}   (then open the app)",
+            d.port()
+        );
     }
     println!("  latency:           framewire latency --watch --control-socket {ctl}");
     println!("  commands:          framewire ctl brightness 200 --control-socket {ctl}");

@@ -47,7 +47,10 @@ pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
     }
     r?;
     if s.checksum_failures > 0 {
-        bail!("{} frames did not match the host's checksum", s.checksum_failures);
+        bail!(
+            "{} frames did not match the host's checksum",
+            s.checksum_failures
+        );
     }
     Ok(())
 }

@@ -35,10 +35,20 @@ pub const DEFAULT_MAX_PAYLOAD: u32 = 4096 * 4096 + 4096 * 4096 / 255 + 16;
 pub enum HostPacket {
     /// `payload` is an LZ4 block that decompresses to width×height grey bytes: the whole frame
     /// when `keyframe`, else the XOR of this frame and the previous one.
-    Frame { keyframe: bool, seq: u32, payload: Bytes },
+    Frame {
+        keyframe: bool,
+        seq: u32,
+        payload: Bytes,
+    },
     /// Brightness, warmth or backlight, with a one-byte value.
-    Command { cmd: u8, value: u8 },
-    Resolution { width: u16, height: u16 },
+    Command {
+        cmd: u8,
+        value: u8,
+    },
+    Resolution {
+        width: u16,
+        height: u16,
+    },
 }
 
 /// A packet a viewer sends to the host on the frame connection.
@@ -83,11 +93,17 @@ pub fn frame_header(keyframe: bool, seq: u32, payload_len: u32) -> [u8; FRAME_HE
 impl HostPacket {
     pub fn encode(&self, out: &mut BytesMut) {
         match self {
-            HostPacket::Frame { keyframe, seq, payload } => {
+            HostPacket::Frame {
+                keyframe,
+                seq,
+                payload,
+            } => {
                 out.put_slice(&frame_header(*keyframe, *seq, payload.len() as u32));
                 out.put_slice(payload);
             }
-            HostPacket::Command { cmd, value } => out.put_slice(&[MAGIC, TYPE_COMMAND, *cmd, *value]),
+            HostPacket::Command { cmd, value } => {
+                out.put_slice(&[MAGIC, TYPE_COMMAND, *cmd, *value])
+            }
             HostPacket::Resolution { width, height } => {
                 out.put_slice(&[MAGIC, TYPE_COMMAND, CMD_RESOLUTION]);
                 out.put_u16_le(*width);
@@ -121,14 +137,29 @@ impl Touch {
             2 => TouchKind::Move,
             3 => TouchKind::Up,
             4 => TouchKind::Scroll,
-            _ => return Err(ProtoError::InvalidField { field: "touch.type", why: "not 1-4" }),
+            _ => {
+                return Err(ProtoError::InvalidField {
+                    field: "touch.type",
+                    why: "not 1-4",
+                })
+            }
         };
         let (x, y, dx, dy) = (r.f32()?, r.f32()?, r.f32()?, r.f32()?);
         let pointer = r.i32()?;
         if ![x, y, dx, dy].iter().all(|v| v.is_finite()) {
-            return Err(ProtoError::InvalidField { field: "touch.coords", why: "not finite" });
+            return Err(ProtoError::InvalidField {
+                field: "touch.coords",
+                why: "not finite",
+            });
         }
-        Ok(Touch { kind, x, y, dx, dy, pointer })
+        Ok(Touch {
+            kind,
+            x,
+            y,
+            dx,
+            dy,
+            pointer,
+        })
     }
 }
 
@@ -136,7 +167,10 @@ fn check_magic(b: u8) -> Result<(), ProtoError> {
     if b == MAGIC {
         Ok(())
     } else {
-        Err(ProtoError::BadMagic { expected: MAGIC, found: b })
+        Err(ProtoError::BadMagic {
+            expected: MAGIC,
+            found: b,
+        })
     }
 }
 
@@ -149,7 +183,10 @@ pub struct HostDecoder {
 
 impl HostDecoder {
     pub fn new(max_payload: u32) -> Self {
-        HostDecoder { buf: BytesMut::with_capacity(64 * 1024), max_payload }
+        HostDecoder {
+            buf: BytesMut::with_capacity(64 * 1024),
+            max_payload,
+        }
     }
     /// The receive buffer, for `read_buf` straight into it.
     pub fn buffer_mut(&mut self) -> &mut BytesMut {
@@ -179,7 +216,11 @@ impl HostDecoder {
                 let seq = r.u32()?;
                 let len = r.u32()?;
                 if len > self.max_payload {
-                    return Err(ProtoError::TooLong { kind: "frame", len: len as u64, max: self.max_payload as u64 });
+                    return Err(ProtoError::TooLong {
+                        kind: "frame",
+                        len: len as u64,
+                        max: self.max_payload as u64,
+                    });
                 }
                 let total = FRAME_HEADER_LEN + len as usize;
                 if self.buf.len() < total {
@@ -188,7 +229,11 @@ impl HostDecoder {
                 }
                 self.buf.advance(FRAME_HEADER_LEN);
                 let payload = self.buf.split_to(len as usize).freeze();
-                Ok(Some(HostPacket::Frame { keyframe: flags & FLAG_KEYFRAME != 0, seq, payload }))
+                Ok(Some(HostPacket::Frame {
+                    keyframe: flags & FLAG_KEYFRAME != 0,
+                    seq,
+                    payload,
+                }))
             }
             TYPE_COMMAND => {
                 if b.len() < 4 {
@@ -202,7 +247,10 @@ impl HostDecoder {
                     let (width, height) = (r.u16()?, r.u16()?);
                     self.buf.advance(7);
                     if width == 0 || height == 0 || width > MAX_SIDE || height > MAX_SIDE {
-                        return Err(ProtoError::InvalidField { field: "resolution", why: "side not in 1..=4096" });
+                        return Err(ProtoError::InvalidField {
+                            field: "resolution",
+                            why: "side not in 1..=4096",
+                        });
                     }
                     return Ok(Some(HostPacket::Resolution { width, height }));
                 }
@@ -258,7 +306,10 @@ pub enum TouchEvent {
     Touch(Touch),
     /// Bytes that could not start or form a packet were skipped to find the next `DA 70`.
     /// The original reads fixed 23-byte chunks and loses alignment forever; we resynchronise.
-    Skipped { bytes: usize, reason: &'static str },
+    Skipped {
+        bytes: usize,
+        reason: &'static str,
+    },
 }
 
 /// Stream decoder for the touch port: packets may arrive split across reads or glued together.
@@ -281,9 +332,15 @@ impl TouchDecoder {
         }
         if b[0] != MAGIC || (b.len() >= 2 && b[1] != TYPE_TOUCH) {
             // Skip to the next possible start so one stray byte costs one byte, not a packet.
-            let skip = b[1..].iter().position(|&x| x == MAGIC).map_or(b.len(), |p| p + 1);
+            let skip = b[1..]
+                .iter()
+                .position(|&x| x == MAGIC)
+                .map_or(b.len(), |p| p + 1);
             self.buf.advance(skip);
-            return Some(TouchEvent::Skipped { bytes: skip, reason: "bad_magic" });
+            return Some(TouchEvent::Skipped {
+                bytes: skip,
+                reason: "bad_magic",
+            });
         }
         if b.len() < TOUCH_LEN {
             return None;
@@ -297,7 +354,10 @@ impl TouchDecoder {
             Err(e) => {
                 // A well-framed packet with bad contents: drop exactly that packet.
                 self.buf.advance(TOUCH_LEN);
-                Some(TouchEvent::Skipped { bytes: TOUCH_LEN, reason: e.reason() })
+                Some(TouchEvent::Skipped {
+                    bytes: TOUCH_LEN,
+                    reason: e.reason(),
+                })
             }
         }
     }
@@ -311,21 +371,31 @@ mod tests {
     #[test]
     fn frame_header_layout_matches_reference() {
         let h = frame_header(true, 0x0403_0201, 0x0807_0605);
-        assert_eq!(h, [0xDA, 0x7E, 0x01, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08]);
+        assert_eq!(
+            h,
+            [0xDA, 0x7E, 0x01, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08]
+        );
     }
 
     #[test]
     fn oversized_frame_rejected_before_body_arrives() {
         let mut d = HostDecoder::new(1000);
         d.feed(&frame_header(false, 1, 1001));
-        assert!(matches!(d.next_packet(), Err(ProtoError::TooLong { len: 1001, .. })));
+        assert!(matches!(
+            d.next_packet(),
+            Err(ProtoError::TooLong { len: 1001, .. })
+        ));
     }
 
     #[test]
     fn resolution_out_of_range_rejected() {
         let mut d = HostDecoder::new(1000);
         let mut b = BytesMut::new();
-        HostPacket::Resolution { width: 5000, height: 10 }.encode(&mut b);
+        HostPacket::Resolution {
+            width: 5000,
+            height: 10,
+        }
+        .encode(&mut b);
         d.feed(&b);
         assert!(d.next_packet().is_err());
     }
@@ -342,26 +412,52 @@ mod tests {
 
     #[test]
     fn touch_resyncs_after_garbage() {
-        let t = Touch { kind: TouchKind::Move, x: 0.5, y: 0.25, dx: 0.0, dy: 0.0, pointer: 0 };
+        let t = Touch {
+            kind: TouchKind::Move,
+            x: 0.5,
+            y: 0.25,
+            dx: 0.0,
+            dy: 0.0,
+            pointer: 0,
+        };
         let mut b = BytesMut::new();
         b.put_slice(&[1, 2, 3]);
         t.encode(&mut b);
         let mut d = TouchDecoder::new();
         d.feed(&b);
-        assert_eq!(d.next_event(), Some(TouchEvent::Skipped { bytes: 3, reason: "bad_magic" }));
+        assert_eq!(
+            d.next_event(),
+            Some(TouchEvent::Skipped {
+                bytes: 3,
+                reason: "bad_magic"
+            })
+        );
         assert_eq!(d.next_event(), Some(TouchEvent::Touch(t)));
         assert_eq!(d.next_event(), None);
     }
 
     fn arb_touch() -> impl Strategy<Value = Touch> {
-        (1u8..=4, 0f32..1.0, 0f32..1.0, -1f32..1.0, -1f32..1.0, any::<i32>()).prop_map(|(k, x, y, dx, dy, pointer)| Touch {
-            kind: [TouchKind::Down, TouchKind::Move, TouchKind::Up, TouchKind::Scroll][k as usize - 1],
-            x,
-            y,
-            dx,
-            dy,
-            pointer,
-        })
+        (
+            1u8..=4,
+            0f32..1.0,
+            0f32..1.0,
+            -1f32..1.0,
+            -1f32..1.0,
+            any::<i32>(),
+        )
+            .prop_map(|(k, x, y, dx, dy, pointer)| Touch {
+                kind: [
+                    TouchKind::Down,
+                    TouchKind::Move,
+                    TouchKind::Up,
+                    TouchKind::Scroll,
+                ][k as usize - 1],
+                x,
+                y,
+                dx,
+                dy,
+                pointer,
+            })
     }
 
     proptest! {

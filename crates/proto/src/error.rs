@@ -11,13 +11,24 @@ pub enum ProtoError {
     #[error("unknown packet type 0x{0:02x}")]
     UnknownType(u8),
     #[error("{kind} packet length {len} exceeds the limit of {max} bytes")]
-    TooLong { kind: &'static str, len: u64, max: u64 },
+    TooLong {
+        kind: &'static str,
+        len: u64,
+        max: u64,
+    },
     #[error("{kind} packet body is {len} bytes, expected {expected}")]
-    BadLength { kind: &'static str, len: usize, expected: usize },
+    BadLength {
+        kind: &'static str,
+        len: usize,
+        expected: usize,
+    },
     #[error("{kind} packet is truncated")]
     Truncated { kind: &'static str },
     #[error("invalid field {field}: {why}")]
-    InvalidField { field: &'static str, why: &'static str },
+    InvalidField {
+        field: &'static str,
+        why: &'static str,
+    },
 }
 
 impl ProtoError {

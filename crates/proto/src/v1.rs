@@ -72,7 +72,10 @@ impl Codec {
             0 => Ok(Codec::Raw),
             1 => Ok(Codec::Lz4),
             2 => Ok(Codec::Zstd),
-            _ => Err(ProtoError::InvalidField { field: "codec", why: "unknown codec" }),
+            _ => Err(ProtoError::InvalidField {
+                field: "codec",
+                why: "unknown codec",
+            }),
         }
     }
 }
@@ -127,19 +130,64 @@ const FRAME_FIELDS_LEN: usize = 8 + 8 + 1 + 1 + 8 + 4;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Packet {
-    Hello { version: u16, role: Role, caps: u32, stream: String, token: String },
-    Welcome { version: u16, caps: u32, session: u64 },
-    StreamDesc { width: u32, height: u32, format: PixelFormat, codec: Codec, name: String },
-    Frame { header: FrameHeader, payload: Bytes },
+    Hello {
+        version: u16,
+        role: Role,
+        caps: u32,
+        stream: String,
+        token: String,
+    },
+    Welcome {
+        version: u16,
+        caps: u32,
+        session: u64,
+    },
+    StreamDesc {
+        width: u32,
+        height: u32,
+        format: PixelFormat,
+        codec: Codec,
+        name: String,
+    },
+    Frame {
+        header: FrameHeader,
+        payload: Bytes,
+    },
     /// The picture is the same as the previous frame sent to this viewer.
-    Unchanged { seq: u64, capture_us: u64, checksum: u64 },
+    Unchanged {
+        seq: u64,
+        capture_us: u64,
+        checksum: u64,
+    },
     /// Viewer → host, after the frame is applied (drawn, for a viewer with a screen).
-    Ack { seq: u64, status: AckStatus, recv_us: u64, decoded_us: u64, applied_us: u64 },
-    KeyframeRequest { reason: u8 },
-    Ping { id: u32, sent_us: u64 },
-    Pong { id: u32, ping_sent_us: u64, reply_us: u64 },
-    Command { code: CommandCode, a: u32, b: u32 },
-    Goodbye { code: u16, reason: String },
+    Ack {
+        seq: u64,
+        status: AckStatus,
+        recv_us: u64,
+        decoded_us: u64,
+        applied_us: u64,
+    },
+    KeyframeRequest {
+        reason: u8,
+    },
+    Ping {
+        id: u32,
+        sent_us: u64,
+    },
+    Pong {
+        id: u32,
+        ping_sent_us: u64,
+        reply_us: u64,
+    },
+    Command {
+        code: CommandCode,
+        a: u32,
+        b: u32,
+    },
+    Goodbye {
+        code: u16,
+        reason: String,
+    },
 }
 
 fn put_header(out: &mut BytesMut, ty: u8, body_len: usize) {
@@ -206,31 +254,57 @@ impl Packet {
         }
         let mut body = BytesMut::with_capacity(64);
         match self {
-            Packet::Hello { version, role, caps, stream, token } => {
+            Packet::Hello {
+                version,
+                role,
+                caps,
+                stream,
+                token,
+            } => {
                 body.put_u16_le(*version);
                 body.put_u8(*role as u8);
                 body.put_u32_le(*caps);
                 put_str8(&mut body, stream);
                 put_str8(&mut body, token);
             }
-            Packet::Welcome { version, caps, session } => {
+            Packet::Welcome {
+                version,
+                caps,
+                session,
+            } => {
                 body.put_u16_le(*version);
                 body.put_u32_le(*caps);
                 body.put_u64_le(*session);
             }
-            Packet::StreamDesc { width, height, format, codec, name } => {
+            Packet::StreamDesc {
+                width,
+                height,
+                format,
+                codec,
+                name,
+            } => {
                 body.put_u32_le(*width);
                 body.put_u32_le(*height);
                 body.put_u8(*format as u8);
                 body.put_u8(*codec as u8);
                 put_str8(&mut body, name);
             }
-            Packet::Unchanged { seq, capture_us, checksum } => {
+            Packet::Unchanged {
+                seq,
+                capture_us,
+                checksum,
+            } => {
                 body.put_u64_le(*seq);
                 body.put_u64_le(*capture_us);
                 body.put_u64_le(*checksum);
             }
-            Packet::Ack { seq, status, recv_us, decoded_us, applied_us } => {
+            Packet::Ack {
+                seq,
+                status,
+                recv_us,
+                decoded_us,
+                applied_us,
+            } => {
                 body.put_u64_le(*seq);
                 body.put_u8(*status as u8);
                 body.put_u64_le(*recv_us);
@@ -242,7 +316,11 @@ impl Packet {
                 body.put_u32_le(*id);
                 body.put_u64_le(*sent_us);
             }
-            Packet::Pong { id, ping_sent_us, reply_us } => {
+            Packet::Pong {
+                id,
+                ping_sent_us,
+                reply_us,
+            } => {
                 body.put_u32_le(*id);
                 body.put_u64_le(*ping_sent_us);
                 body.put_u64_le(*reply_us);
@@ -273,7 +351,11 @@ impl Packet {
 
 fn fixed(kind: &'static str, body: &[u8], expected: usize) -> Result<(), ProtoError> {
     if body.len() != expected {
-        return Err(ProtoError::BadLength { kind, len: body.len(), expected });
+        return Err(ProtoError::BadLength {
+            kind,
+            len: body.len(),
+            expected,
+        });
     }
     Ok(())
 }
@@ -287,7 +369,12 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
                 1 => Role::Viewer,
                 2 => Role::Publisher,
                 3 => Role::Control,
-                _ => return Err(ProtoError::InvalidField { field: "hello.role", why: "unknown role" }),
+                _ => {
+                    return Err(ProtoError::InvalidField {
+                        field: "hello.role",
+                        why: "unknown role",
+                    })
+                }
             };
             let caps = r.u32()?;
             let n = r.u8()? as usize;
@@ -295,12 +382,22 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
             let n = r.u8()? as usize;
             let token = r.str(n, "hello.token")?;
             r.finish()?;
-            Packet::Hello { version, role, caps, stream, token }
+            Packet::Hello {
+                version,
+                role,
+                caps,
+                stream,
+                token,
+            }
         }
         kind::WELCOME => {
             fixed("welcome", &body, 14)?;
             let mut r = Reader::new(&body, "welcome");
-            Packet::Welcome { version: r.u16()?, caps: r.u32()?, session: r.u64()? }
+            Packet::Welcome {
+                version: r.u16()?,
+                caps: r.u32()?,
+                session: r.u64()?,
+            }
         }
         kind::STREAM_DESC => {
             let mut r = Reader::new(&body, "stream_desc");
@@ -308,16 +405,30 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
             let height = r.u32()?;
             let format = match r.u8()? {
                 1 => PixelFormat::Grey8,
-                _ => return Err(ProtoError::InvalidField { field: "stream_desc.format", why: "unknown pixel format" }),
+                _ => {
+                    return Err(ProtoError::InvalidField {
+                        field: "stream_desc.format",
+                        why: "unknown pixel format",
+                    })
+                }
             };
             let codec = Codec::from_u8(r.u8()?)?;
             let n = r.u8()? as usize;
             let name = r.str(n, "stream_desc.name")?;
             r.finish()?;
             if width == 0 || height == 0 || width > 16384 || height > 16384 {
-                return Err(ProtoError::InvalidField { field: "stream_desc.size", why: "side not in 1..=16384" });
+                return Err(ProtoError::InvalidField {
+                    field: "stream_desc.size",
+                    why: "side not in 1..=16384",
+                });
             }
-            Packet::StreamDesc { width, height, format, codec, name }
+            Packet::StreamDesc {
+                width,
+                height,
+                format,
+                codec,
+                name,
+            }
         }
         kind::FRAME => {
             if body.len() < FRAME_FIELDS_LEN {
@@ -331,13 +442,27 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
             let checksum = r.u64()?;
             let raw_len = r.u32()?;
             body.advance(FRAME_FIELDS_LEN);
-            let header = FrameHeader { seq, capture_us, keyframe: flags & FRAME_FLAG_KEYFRAME != 0, codec, checksum, raw_len };
-            Packet::Frame { header, payload: body }
+            let header = FrameHeader {
+                seq,
+                capture_us,
+                keyframe: flags & FRAME_FLAG_KEYFRAME != 0,
+                codec,
+                checksum,
+                raw_len,
+            };
+            Packet::Frame {
+                header,
+                payload: body,
+            }
         }
         kind::UNCHANGED => {
             fixed("unchanged", &body, 24)?;
             let mut r = Reader::new(&body, "unchanged");
-            Packet::Unchanged { seq: r.u64()?, capture_us: r.u64()?, checksum: r.u64()? }
+            Packet::Unchanged {
+                seq: r.u64()?,
+                capture_us: r.u64()?,
+                checksum: r.u64()?,
+            }
         }
         kind::ACK => {
             fixed("ack", &body, 33)?;
@@ -347,9 +472,20 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
                 0 => AckStatus::Applied,
                 1 => AckStatus::ChecksumMismatch,
                 2 => AckStatus::DecodeError,
-                _ => return Err(ProtoError::InvalidField { field: "ack.status", why: "unknown status" }),
+                _ => {
+                    return Err(ProtoError::InvalidField {
+                        field: "ack.status",
+                        why: "unknown status",
+                    })
+                }
             };
-            Packet::Ack { seq, status, recv_us: r.u64()?, decoded_us: r.u64()?, applied_us: r.u64()? }
+            Packet::Ack {
+                seq,
+                status,
+                recv_us: r.u64()?,
+                decoded_us: r.u64()?,
+                applied_us: r.u64()?,
+            }
         }
         kind::KEYFRAME_REQUEST => {
             fixed("keyframe_request", &body, 1)?;
@@ -358,12 +494,19 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
         kind::PING => {
             fixed("ping", &body, 12)?;
             let mut r = Reader::new(&body, "ping");
-            Packet::Ping { id: r.u32()?, sent_us: r.u64()? }
+            Packet::Ping {
+                id: r.u32()?,
+                sent_us: r.u64()?,
+            }
         }
         kind::PONG => {
             fixed("pong", &body, 20)?;
             let mut r = Reader::new(&body, "pong");
-            Packet::Pong { id: r.u32()?, ping_sent_us: r.u64()?, reply_us: r.u64()? }
+            Packet::Pong {
+                id: r.u32()?,
+                ping_sent_us: r.u64()?,
+                reply_us: r.u64()?,
+            }
         }
         kind::COMMAND => {
             fixed("command", &body, 9)?;
@@ -373,16 +516,29 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
                 2 => CommandCode::Warmth,
                 3 => CommandCode::Backlight,
                 4 => CommandCode::Resolution,
-                _ => return Err(ProtoError::InvalidField { field: "command.code", why: "unknown command" }),
+                _ => {
+                    return Err(ProtoError::InvalidField {
+                        field: "command.code",
+                        why: "unknown command",
+                    })
+                }
             };
-            Packet::Command { code, a: r.u32()?, b: r.u32()? }
+            Packet::Command {
+                code,
+                a: r.u32()?,
+                b: r.u32()?,
+            }
         }
         kind::GOODBYE => {
             let mut r = Reader::new(&body, "goodbye");
             let code = r.u16()?;
             let n = r.u16()? as usize;
             if n > 1024 {
-                return Err(ProtoError::TooLong { kind: "goodbye.reason", len: n as u64, max: 1024 });
+                return Err(ProtoError::TooLong {
+                    kind: "goodbye.reason",
+                    len: n as u64,
+                    max: 1024,
+                });
             }
             let reason = r.str(n, "goodbye.reason")?;
             let _ = r.rest();
@@ -402,7 +558,10 @@ pub struct Decoder {
 
 impl Decoder {
     pub fn new(max_frame_body: u32) -> Self {
-        Decoder { buf: BytesMut::with_capacity(64 * 1024), max_frame_body }
+        Decoder {
+            buf: BytesMut::with_capacity(64 * 1024),
+            max_frame_body,
+        }
     }
     /// The receive buffer, for reading from a socket straight into it.
     pub fn buffer_mut(&mut self) -> &mut BytesMut {
@@ -423,7 +582,12 @@ impl Decoder {
         for (i, &m) in MAGIC.iter().enumerate() {
             match b.get(i) {
                 None => return Ok(None),
-                Some(&x) if x != m => return Err(ProtoError::BadMagic { expected: m, found: x }),
+                Some(&x) if x != m => {
+                    return Err(ProtoError::BadMagic {
+                        expected: m,
+                        found: x,
+                    })
+                }
                 _ => {}
             }
         }
@@ -432,9 +596,17 @@ impl Decoder {
         }
         let ty = b[2];
         let len = u32::from_le_bytes(b[3..7].try_into().expect("4 bytes"));
-        let max = if ty == kind::FRAME { self.max_frame_body } else { MAX_CONTROL_BODY };
+        let max = if ty == kind::FRAME {
+            self.max_frame_body
+        } else {
+            MAX_CONTROL_BODY
+        };
         if len > max {
-            return Err(ProtoError::TooLong { kind: kind_name(ty), len: len as u64, max: max as u64 });
+            return Err(ProtoError::TooLong {
+                kind: kind_name(ty),
+                len: len as u64,
+                max: max as u64,
+            });
         }
         if !(kind::HELLO..=kind::GOODBYE).contains(&ty) || kind_name(ty) == "unknown" {
             return Err(ProtoError::UnknownType(ty));
@@ -476,40 +648,93 @@ mod tests {
     fn arb_packet() -> impl Strategy<Value = Packet> {
         let s = "[a-z/]{0,40}";
         prop_oneof![
-            (any::<u16>(), 1u8..=3, any::<u32>(), s, s).prop_map(|(version, r, caps, stream, token)| Packet::Hello {
-                version,
-                role: [Role::Viewer, Role::Publisher, Role::Control][r as usize - 1],
-                caps,
-                stream,
-                token
-            }),
-            (any::<u16>(), any::<u32>(), any::<u64>()).prop_map(|(version, caps, session)| Packet::Welcome { version, caps, session }),
-            (1u32..=16384, 1u32..=16384, 0u8..=2, s).prop_map(|(width, height, c, name)| Packet::StreamDesc {
-                width,
-                height,
-                format: PixelFormat::Grey8,
-                codec: Codec::from_u8(c).unwrap(),
-                name
-            }),
-            (any::<u64>(), any::<u64>(), any::<bool>(), any::<u64>(), any::<u32>(), proptest::collection::vec(any::<u8>(), 0..500)).prop_map(
-                |(seq, capture_us, keyframe, checksum, raw_len, p)| Packet::Frame {
-                    header: FrameHeader { seq, capture_us, keyframe, codec: Codec::Lz4, checksum, raw_len },
-                    payload: Bytes::from(p)
+            (any::<u16>(), 1u8..=3, any::<u32>(), s, s).prop_map(
+                |(version, r, caps, stream, token)| Packet::Hello {
+                    version,
+                    role: [Role::Viewer, Role::Publisher, Role::Control][r as usize - 1],
+                    caps,
+                    stream,
+                    token
                 }
             ),
-            (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(seq, capture_us, checksum)| Packet::Unchanged { seq, capture_us, checksum }),
-            (any::<u64>(), 0u8..=2, any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(seq, s, recv_us, decoded_us, applied_us)| Packet::Ack {
-                seq,
-                status: [AckStatus::Applied, AckStatus::ChecksumMismatch, AckStatus::DecodeError][s as usize],
-                recv_us,
-                decoded_us,
-                applied_us
+            (any::<u16>(), any::<u32>(), any::<u64>()).prop_map(|(version, caps, session)| {
+                Packet::Welcome {
+                    version,
+                    caps,
+                    session,
+                }
             }),
+            (1u32..=16384, 1u32..=16384, 0u8..=2, s).prop_map(|(width, height, c, name)| {
+                Packet::StreamDesc {
+                    width,
+                    height,
+                    format: PixelFormat::Grey8,
+                    codec: Codec::from_u8(c).unwrap(),
+                    name,
+                }
+            }),
+            (
+                any::<u64>(),
+                any::<u64>(),
+                any::<bool>(),
+                any::<u64>(),
+                any::<u32>(),
+                proptest::collection::vec(any::<u8>(), 0..500)
+            )
+                .prop_map(|(seq, capture_us, keyframe, checksum, raw_len, p)| {
+                    Packet::Frame {
+                        header: FrameHeader {
+                            seq,
+                            capture_us,
+                            keyframe,
+                            codec: Codec::Lz4,
+                            checksum,
+                            raw_len,
+                        },
+                        payload: Bytes::from(p),
+                    }
+                }),
+            (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(seq, capture_us, checksum)| {
+                Packet::Unchanged {
+                    seq,
+                    capture_us,
+                    checksum,
+                }
+            }),
+            (
+                any::<u64>(),
+                0u8..=2,
+                any::<u64>(),
+                any::<u64>(),
+                any::<u64>()
+            )
+                .prop_map(|(seq, s, recv_us, decoded_us, applied_us)| Packet::Ack {
+                    seq,
+                    status: [
+                        AckStatus::Applied,
+                        AckStatus::ChecksumMismatch,
+                        AckStatus::DecodeError
+                    ][s as usize],
+                    recv_us,
+                    decoded_us,
+                    applied_us
+                }),
             any::<u8>().prop_map(|reason| Packet::KeyframeRequest { reason }),
             (any::<u32>(), any::<u64>()).prop_map(|(id, sent_us)| Packet::Ping { id, sent_us }),
-            (any::<u32>(), any::<u64>(), any::<u64>()).prop_map(|(id, ping_sent_us, reply_us)| Packet::Pong { id, ping_sent_us, reply_us }),
+            (any::<u32>(), any::<u64>(), any::<u64>()).prop_map(|(id, ping_sent_us, reply_us)| {
+                Packet::Pong {
+                    id,
+                    ping_sent_us,
+                    reply_us,
+                }
+            }),
             (1u8..=4, any::<u32>(), any::<u32>()).prop_map(|(c, a, b)| Packet::Command {
-                code: [CommandCode::Brightness, CommandCode::Warmth, CommandCode::Backlight, CommandCode::Resolution][c as usize - 1],
+                code: [
+                    CommandCode::Brightness,
+                    CommandCode::Warmth,
+                    CommandCode::Backlight,
+                    CommandCode::Resolution
+                ][c as usize - 1],
                 a,
                 b
             }),
@@ -560,17 +785,26 @@ mod tests {
     fn oversized_lengths_rejected_before_allocation() {
         let mut d = Decoder::new(1000);
         d.feed(&[b'F', b'W', kind::FRAME, 0xff, 0xff, 0xff, 0x7f]);
-        assert!(matches!(d.next_packet(), Err(ProtoError::TooLong { kind: "frame", .. })));
+        assert!(matches!(
+            d.next_packet(),
+            Err(ProtoError::TooLong { kind: "frame", .. })
+        ));
         let mut d = Decoder::new(1000);
         d.feed(&[b'F', b'W', kind::PING, 0x00, 0x20, 0x00, 0x00]);
-        assert!(matches!(d.next_packet(), Err(ProtoError::TooLong { kind: "ping", .. })));
+        assert!(matches!(
+            d.next_packet(),
+            Err(ProtoError::TooLong { kind: "ping", .. })
+        ));
     }
 
     #[test]
     fn wrong_fixed_length_rejected() {
         let mut d = Decoder::new(1000);
         d.feed(&[b'F', b'W', kind::PING, 3, 0, 0, 0, 1, 2, 3]);
-        assert!(matches!(d.next_packet(), Err(ProtoError::BadLength { kind: "ping", .. })));
+        assert!(matches!(
+            d.next_packet(),
+            Err(ProtoError::BadLength { kind: "ping", .. })
+        ));
     }
 
     #[test]
@@ -586,7 +820,13 @@ mod tests {
     #[test]
     fn long_strings_truncate_on_char_boundary() {
         let name = "é".repeat(200); // 400 bytes
-        let p = Packet::Hello { version: 1, role: Role::Viewer, caps: 0, stream: name, token: String::new() };
+        let p = Packet::Hello {
+            version: 1,
+            role: Role::Viewer,
+            caps: 0,
+            stream: name,
+            token: String::new(),
+        };
         let mut d = Decoder::new(1000);
         d.feed(&p.to_bytes());
         match d.next_packet().unwrap().unwrap() {

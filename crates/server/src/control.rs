@@ -31,7 +31,9 @@ pub fn default_status_path() -> PathBuf {
 }
 
 fn runtime_dir() -> PathBuf {
-    std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"))
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
 fn uid_suffix() -> String {
@@ -47,11 +49,16 @@ pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
     if path.exists() {
         // A socket file left by a dead server: remove it, but never steal a live one.
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            anyhow::bail!("another framewire server is answering on {}; stop it or pass --control-socket", path.display());
+            anyhow::bail!(
+                "another framewire server is answering on {}; stop it or pass --control-socket",
+                path.display()
+            );
         }
-        std::fs::remove_file(path).with_context(|| format!("removing stale socket {}", path.display()))?;
+        std::fs::remove_file(path)
+            .with_context(|| format!("removing stale socket {}", path.display()))?;
     }
-    UnixListener::bind(path).with_context(|| format!("binding the control socket {}", path.display()))
+    UnixListener::bind(path)
+        .with_context(|| format!("binding the control socket {}", path.display()))
 }
 
 pub async fn serve(l: UnixListener, shared: Arc<Shared>, path: PathBuf) {
@@ -91,7 +98,10 @@ async fn handle(s: UnixStream, shared: &Shared) -> anyhow::Result<()> {
 fn parse_u8(arg: Option<&str>, what: &str) -> Result<Option<u8>, String> {
     match arg {
         None => Ok(None),
-        Some(a) => a.parse::<u8>().map(Some).map_err(|_| format!("ERR {what} must be 0-255, got {a:?}\n")),
+        Some(a) => a
+            .parse::<u8>()
+            .map(Some)
+            .map_err(|_| format!("ERR {what} must be 0-255, got {a:?}\n")),
     }
 }
 
@@ -189,7 +199,9 @@ pub async fn request(path: &Path, line: &str) -> anyhow::Result<String> {
         .with_context(|| format!("no framewire server answers on {} (start one with `framewire serve` or `framewire demo`, or pass --control-socket)", path.display()))?;
     s.write_all(format!("{line}\n").as_bytes()).await?;
     let mut out = String::new();
-    tokio::time::timeout(Duration::from_secs(5), s.read_to_string(&mut out)).await.context("the server did not reply within 5 s")??;
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_string(&mut out))
+        .await
+        .context("the server did not reply within 5 s")??;
     Ok(out)
 }
 
@@ -199,7 +211,16 @@ mod tests {
     use crate::state::Settings;
 
     fn shared() -> Arc<Shared> {
-        Shared::new(Settings { brightness: 128, warmth: 128, backlight_on: true, running: true }, (800, 600), 0)
+        Shared::new(
+            Settings {
+                brightness: 128,
+                warmth: 128,
+                backlight_on: true,
+                running: true,
+            },
+            (800, 600),
+            0,
+        )
     }
 
     #[test]
@@ -218,8 +239,23 @@ mod tests {
         assert!(lat.starts_with("OK\nfps="));
         assert!(lat.contains("\nskipped_frames=0\n"));
         let st = execute("status", &s);
-        for key in ["status", "resolution", "fps", "bandwidth_mbps", "clients", "total_frames", "jitter_ms", "rtt_avg_ms", "rtt_p95_ms", "pid", "updated"] {
-            assert!(st.contains(&format!("\n{key}=")), "STATUS lacks {key}: {st}");
+        for key in [
+            "status",
+            "resolution",
+            "fps",
+            "bandwidth_mbps",
+            "clients",
+            "total_frames",
+            "jitter_ms",
+            "rtt_avg_ms",
+            "rtt_p95_ms",
+            "pid",
+            "updated",
+        ] {
+            assert!(
+                st.contains(&format!("\n{key}=")),
+                "STATUS lacks {key}: {st}"
+            );
         }
         assert!(execute("HEALTH", &s).starts_with("ERR"));
     }

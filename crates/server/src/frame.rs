@@ -41,11 +41,29 @@ impl SourceFrame {
         delta_base: Option<u64>,
         keyframe: bool,
     ) -> Self {
-        SourceFrame { seq, capture_us, width, height, grey, checksum, content_id, codec, payload, delta_base, keyframe, keyframe_cache: OnceLock::new() }
+        SourceFrame {
+            seq,
+            capture_us,
+            width,
+            height,
+            grey,
+            checksum,
+            content_id,
+            codec,
+            payload,
+            delta_base,
+            keyframe,
+            keyframe_cache: OnceLock::new(),
+        }
     }
 
     pub fn info(&self) -> FrameInfo {
-        FrameInfo { seq: self.seq, content_id: self.content_id, delta_base: self.delta_base, keyframe: self.keyframe }
+        FrameInfo {
+            seq: self.seq,
+            content_id: self.content_id,
+            delta_base: self.delta_base,
+            keyframe: self.keyframe,
+        }
     }
 
     /// This frame as a keyframe payload, compressed on first use and shared afterwards.
@@ -61,7 +79,9 @@ impl SourceFrame {
             fresh = true;
             let mut out = Vec::new();
             // Only inputs over 2 GiB make LZ4/zstd fail; frames are bounded far below that.
-            self.codec.compress(&self.grey, &mut out).expect("compressing a bounded in-memory frame");
+            self.codec
+                .compress(&self.grey, &mut out)
+                .expect("compressing a bounded in-memory frame");
             Bytes::from(out)
         });
         (p.clone(), fresh)

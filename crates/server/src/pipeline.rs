@@ -77,7 +77,11 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
         if size_rx.has_changed().unwrap_or(false) {
             (w, h) = *size_rx.borrow_and_update();
             source = open_source(cfg.source, w, h);
-            info!(width = w, height = h, "resolution changed; capture restarted");
+            info!(
+                width = w,
+                height = h,
+                "resolution changed; capture restarted"
+            );
         }
         let now = now_us();
         if now < deadline {
@@ -104,7 +108,11 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
         let (cw, ch) = (captured.width, captured.height);
         let mut grey = pool.take(cw as usize * ch as usize);
         let t0 = now_us();
-        to_grey(captured.bgra, PixelOrder::Bgra, Arc::get_mut(&mut grey).expect("fresh buffer"));
+        to_grey(
+            captured.bgra,
+            PixelOrder::Bgra,
+            Arc::get_mut(&mut grey).expect("fresh buffer"),
+        );
         let t1 = now_us();
         let enc = match encoder.encode(&grey, &mut payload) {
             Ok(e) => e,
@@ -140,14 +148,27 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
                 EncodedKind::Unchanged => {}
             }
             if let Some(prev) = last_capture {
-                st.interval_jitter_us.push(((capture_us - prev) as f64 - 1e6 / cfg.fps as f64).abs());
+                st.interval_jitter_us
+                    .push(((capture_us - prev) as f64 - 1e6 / cfg.fps as f64).abs());
             }
             st.capture_times.push(capture_us as f64);
             st.payload_bytes.push(enc.payload_len as f64);
             st.bytes_total += enc.payload_len as u64;
         }
         last_capture = Some(capture_us);
-        let frame = SourceFrame::new(seq, capture_us, cw, ch, grey.clone(), enc.checksum, content_id, cfg.codec, out_payload, delta_base, keyframe);
+        let frame = SourceFrame::new(
+            seq,
+            capture_us,
+            cw,
+            ch,
+            grey.clone(),
+            enc.checksum,
+            content_id,
+            cfg.codec,
+            out_payload,
+            delta_base,
+            keyframe,
+        );
         pool.give(grey);
         shared.frames.send_replace(Some(Arc::new(frame)));
         seq += 1;

@@ -18,7 +18,10 @@ pub(crate) fn build_report(shared: &Shared) -> LatencyReport {
         skipped += f.stats().skipped;
         for p in 1..=f.rtt_window().len() {
             // Re-sampling the window by rank keeps the distribution without exposing its buffer.
-            if let Some(x) = f.rtt_window().percentile(p as f64 * 100.0 / f.rtt_window().len() as f64) {
+            if let Some(x) = f
+                .rtt_window()
+                .percentile(p as f64 * 100.0 / f.rtt_window().len() as f64)
+            {
                 rtt.push(x);
             }
         }
@@ -31,8 +34,14 @@ pub(crate) fn build_report(shared: &Shared) -> LatencyReport {
         bytes_sent += v.bytes_sent.load(Ordering::Relaxed);
     }
     let p = lock(&shared.pipeline);
-    let fps = match (p.capture_times.len(), p.capture_times.percentile(0.0), p.capture_times.max()) {
-        (n, Some(first), Some(last)) if n > 1 && last > first => (n - 1) as f64 * 1e6 / (last - first),
+    let fps = match (
+        p.capture_times.len(),
+        p.capture_times.percentile(0.0),
+        p.capture_times.max(),
+    ) {
+        (n, Some(first), Some(last)) if n > 1 && last > first => {
+            (n - 1) as f64 * 1e6 / (last - first)
+        }
         _ => 0.0,
     };
     let elapsed_s = ((now_us() - shared.started_us) as f64 / 1e6).max(1e-3);
@@ -63,7 +72,10 @@ pub(crate) fn status_lines(shared: &Shared) -> Vec<(&'static str, String)> {
     let r = build_report(shared);
     let running = lock(&shared.settings).running;
     vec![
-        ("status", if running { "running" } else { "stopped" }.to_string()),
+        (
+            "status",
+            if running { "running" } else { "stopped" }.to_string(),
+        ),
         ("resolution", r.resolution.clone()),
         ("fps", format!("{:.1}", r.fps)),
         ("bandwidth_mbps", format!("{:.2}", r.bandwidth_mbps)),
@@ -80,7 +92,10 @@ pub(crate) fn status_lines(shared: &Shared) -> Vec<(&'static str, String)> {
 /// UTC now as ISO 8601 (`2026-11-22T20:01:02Z`), from the civil-from-days algorithm, to avoid a
 /// date library for one field.
 pub(crate) fn iso8601_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
@@ -91,5 +106,10 @@ pub(crate) fn iso8601_now() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + (m <= 2) as i64;
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }

@@ -45,19 +45,38 @@ impl Server {
     /// Binds every configured listener, starts the capture loop and serves until shutdown.
     pub async fn start(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         cfg.check_exposure().map_err(anyhow::Error::msg)?;
-        let settings = Settings { brightness: cfg.brightness, warmth: 128, backlight_on: true, running: true };
+        let settings = Settings {
+            brightness: cfg.brightness,
+            warmth: 128,
+            backlight_on: true,
+            running: true,
+        };
         let size = (cfg.resolution.width, cfg.resolution.height);
         let shared = Shared::new(settings, size, now_us());
         let trace = match &cfg.trace_frames {
             Some(p) => Some(Arc::new(Mutex::new(
-                std::fs::OpenOptions::new().create(true).append(true).open(p).with_context(|| format!("opening trace file {}", p.display()))?,
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .with_context(|| format!("opening trace file {}", p.display()))?,
             ))),
             None => None,
         };
         let mut tasks = Vec::new();
-        let ctx = Arc::new(Ctx { cfg: cfg.clone(), shared: shared.clone(), trace });
+        let ctx = Arc::new(Ctx {
+            cfg: cfg.clone(),
+            shared: shared.clone(),
+            trace,
+        });
         let mut bound = [None, None];
-        for (i, (addr, proto)) in [(cfg.v1_addr, Protocol::V1), (cfg.daylight_addr, Protocol::Daylight)].into_iter().enumerate() {
+        for (i, (addr, proto)) in [
+            (cfg.v1_addr, Protocol::V1),
+            (cfg.daylight_addr, Protocol::Daylight),
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let Some(addr) = addr else { continue };
             let l = TcpListener::bind(addr).await.with_context(|| format!("binding the {} listener on {addr} (is another server running? pick another port)", proto.name()))?;
             let local = l.local_addr()?;
@@ -70,13 +89,23 @@ impl Server {
         }
         if let Some(path) = &cfg.control_socket {
             let l = control::bind(path)?;
-            tasks.push(tokio::spawn(control::serve(l, shared.clone(), path.clone())));
+            tasks.push(tokio::spawn(control::serve(
+                l,
+                shared.clone(),
+                path.clone(),
+            )));
         }
         if let Some(path) = &cfg.status_file {
             tasks.push(tokio::spawn(status_file::run(path.clone(), shared.clone())));
         }
         let capture = Some(crate::pipeline::spawn(&cfg, shared.clone()));
-        Ok(ServerHandle { v1_addr: bound[0], daylight_addr: bound[1], shared, capture, tasks })
+        Ok(ServerHandle {
+            v1_addr: bound[0],
+            daylight_addr: bound[1],
+            shared,
+            capture,
+            tasks,
+        })
     }
 }
 
@@ -136,7 +165,9 @@ async fn accept_loop(l: TcpListener, proto: Protocol, ctx: Arc<Ctx>) {
         let ctx = ctx.clone();
         tokio::spawn(async move {
             let _ = sock.set_nodelay(true);
-            ctx.shared.counters.inc(&format!("connections.{}", proto.name()));
+            ctx.shared
+                .counters
+                .inc(&format!("connections.{}", proto.name()));
             let r = match proto {
                 Protocol::V1 => serve_v1(sock, peer, &ctx).await,
                 Protocol::Daylight => serve_daylight(sock, peer, &ctx).await,
@@ -168,12 +199,23 @@ fn unregister(ctx: &Ctx, v: &ViewerShared) {
     lock(&ctx.shared.viewers).remove(&v.id);
     let e2e = lock(&v.e2e_us).clone();
     let mut d = lock(&ctx.shared.departed_e2e_us);
-    for x in (0..e2e.len()).filter_map(|i| e2e.percentile((i + 1) as f64 * 100.0 / e2e.len() as f64)) {
+    for x in
+        (0..e2e.len()).filter_map(|i| e2e.percentile((i + 1) as f64 * 100.0 / e2e.len() as f64))
+    {
         d.push(x);
     }
     let s = lock(&v.flow).stats();
-    ctx.shared.counters.get("frames_skipped_departed").add(s.skipped);
-    info!(viewer = v.id, protocol = v.protocol.name(), frames = s.frames_planned, bytes = v.bytes_sent.load(Ordering::Relaxed), "viewer left");
+    ctx.shared
+        .counters
+        .get("frames_skipped_departed")
+        .add(s.skipped);
+    info!(
+        viewer = v.id,
+        protocol = v.protocol.name(),
+        frames = s.frames_planned,
+        bytes = v.bytes_sent.load(Ordering::Relaxed),
+        "viewer left"
+    );
 }
 
 /// Constant-time comparison, so a token cannot be guessed byte by byte from response times.
@@ -183,7 +225,15 @@ fn token_matches(given: &str, expected: &str) -> bool {
 }
 
 async fn goodbye_and_close(sock: &mut TcpStream, code: u16, reason: String) -> anyhow::Result<()> {
-    let _ = sock.write_all(&Packet::Goodbye { code, reason: reason.clone() }.to_bytes()).await;
+    let _ = sock
+        .write_all(
+            &Packet::Goodbye {
+                code,
+                reason: reason.clone(),
+            }
+            .to_bytes(),
+        )
+        .await;
     let _ = sock.shutdown().await;
     bail!(reason)
 }
@@ -207,7 +257,13 @@ async fn serve_v1(mut sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::R
     })
     .await;
     let (version, role, token, stream) = match hello {
-        Ok(Ok(Packet::Hello { version, role, token, stream, .. })) => (version, role, token, stream),
+        Ok(Ok(Packet::Hello {
+            version,
+            role,
+            token,
+            stream,
+            ..
+        })) => (version, role, token, stream),
         Ok(Ok(other)) => {
             shared.counters.inc("handshake_rejected.not_hello");
             let r = format!("expected hello, got {}", v1::kind_name(other.type_byte()));
@@ -216,39 +272,88 @@ async fn serve_v1(mut sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::R
         Ok(Err(e)) => {
             shared.counters.inc("handshake_rejected.bad_packet");
             warn!(%peer, error = %e, "bad handshake");
-            return goodbye_and_close(&mut sock, goodbye::PROTOCOL_ERROR, format!("bad handshake: {e}")).await;
+            return goodbye_and_close(
+                &mut sock,
+                goodbye::PROTOCOL_ERROR,
+                format!("bad handshake: {e}"),
+            )
+            .await;
         }
         Err(_) => {
             shared.counters.inc("handshake_rejected.timeout");
-            return goodbye_and_close(&mut sock, goodbye::PROTOCOL_ERROR, "no hello within 5 s".into()).await;
+            return goodbye_and_close(
+                &mut sock,
+                goodbye::PROTOCOL_ERROR,
+                "no hello within 5 s".into(),
+            )
+            .await;
         }
     };
     if version != v1::VERSION {
         shared.counters.inc("handshake_rejected.version");
-        return goodbye_and_close(&mut sock, goodbye::UNSUPPORTED_VERSION, format!("protocol version {version} not supported; this server speaks {}", v1::VERSION)).await;
+        return goodbye_and_close(
+            &mut sock,
+            goodbye::UNSUPPORTED_VERSION,
+            format!(
+                "protocol version {version} not supported; this server speaks {}",
+                v1::VERSION
+            ),
+        )
+        .await;
     }
     if let Some(expected) = &ctx.cfg.token {
         if !token_matches(&token, expected) {
             shared.counters.inc("handshake_rejected.token");
             warn!(%peer, "viewer rejected: wrong or missing token");
-            return goodbye_and_close(&mut sock, goodbye::UNAUTHORIZED, "wrong or missing token".into()).await;
+            return goodbye_and_close(
+                &mut sock,
+                goodbye::UNAUTHORIZED,
+                "wrong or missing token".into(),
+            )
+            .await;
         }
     }
     if role != Role::Viewer {
         shared.counters.inc("handshake_rejected.role");
-        return goodbye_and_close(&mut sock, goodbye::PROTOCOL_ERROR, format!("role {role:?} is not served on this port")).await;
+        return goodbye_and_close(
+            &mut sock,
+            goodbye::PROTOCOL_ERROR,
+            format!("role {role:?} is not served on this port"),
+        )
+        .await;
     }
     if !(stream.is_empty() || stream == "screen") {
         shared.counters.inc("handshake_rejected.stream");
-        return goodbye_and_close(&mut sock, goodbye::NO_SUCH_STREAM, format!("no stream named {stream:?}; this server has \"screen\"")).await;
+        return goodbye_and_close(
+            &mut sock,
+            goodbye::NO_SUCH_STREAM,
+            format!("no stream named {stream:?}; this server has \"screen\""),
+        )
+        .await;
     }
     let viewer = register(ctx, Protocol::V1, peer);
-    sock.write_all(&Packet::Welcome { version: v1::VERSION, caps: caps::ALL, session: viewer.id }.to_bytes()).await?;
+    sock.write_all(
+        &Packet::Welcome {
+            version: v1::VERSION,
+            caps: caps::ALL,
+            session: viewer.id,
+        }
+        .to_bytes(),
+    )
+    .await?;
     let (rd, wr) = sock.into_split();
     let (ctrl_tx, ctrl_rx) = mpsc::channel::<Bytes>(64);
     let sent: SentLog = Default::default();
     let brightness = lock(&shared.settings).brightness;
-    let cx = WriterCtx { shared: shared.clone(), viewer: viewer.clone(), ctrl_rx, sent: sent.clone(), trace: ctx.trace.clone(), ping: true, initial: vec![ViewerCommand::Brightness(brightness)] };
+    let cx = WriterCtx {
+        shared: shared.clone(),
+        viewer: viewer.clone(),
+        ctrl_rx,
+        sent: sent.clone(),
+        trace: ctx.trace.clone(),
+        ping: true,
+        initial: vec![ViewerCommand::Brightness(brightness)],
+    };
     let writer = run_writer(V1Wire, cx, wr);
     let reader = run_v1_reader(shared.clone(), viewer.clone(), dec, rd, ctrl_tx, sent);
     tokio::pin!(writer, reader);
@@ -273,7 +378,15 @@ async fn serve_daylight(sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow:
     let (_ctrl_tx, ctrl_rx) = mpsc::channel::<Bytes>(1);
     let sent: SentLog = Default::default();
     let brightness = lock(&shared.settings).brightness;
-    let cx = WriterCtx { shared: shared.clone(), viewer: viewer.clone(), ctrl_rx, sent: sent.clone(), trace: ctx.trace.clone(), ping: false, initial: vec![ViewerCommand::Brightness(brightness)] };
+    let cx = WriterCtx {
+        shared: shared.clone(),
+        viewer: viewer.clone(),
+        ctrl_rx,
+        sent: sent.clone(),
+        trace: ctx.trace.clone(),
+        ping: false,
+        initial: vec![ViewerCommand::Brightness(brightness)],
+    };
     let r = tokio::select! {
         r = run_writer(DaylightWire::default(), cx, wr) => r,
         r = run_daylight_reader(shared.clone(), viewer.clone(), rd, sent) => r,

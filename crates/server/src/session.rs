@@ -33,7 +33,13 @@ pub struct Outgoing {
 /// A protocol's encoding of the writer's decisions.
 pub trait Wire: Send + 'static {
     fn stream_desc(&mut self, f: &SourceFrame, out: &mut BytesMut);
-    fn frame(&mut self, f: &SourceFrame, keyframe: bool, payload: &Bytes, out: &mut BytesMut) -> Outgoing;
+    fn frame(
+        &mut self,
+        f: &SourceFrame,
+        keyframe: bool,
+        payload: &Bytes,
+        out: &mut BytesMut,
+    ) -> Outgoing;
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;
     fn command(&mut self, c: ViewerCommand, out: &mut BytesMut);
 }
@@ -59,7 +65,11 @@ pub struct WriterCtx {
     pub initial: Vec<ViewerCommand>,
 }
 
-pub async fn run_writer<W: Wire>(mut wire: W, mut cx: WriterCtx, mut sock: OwnedWriteHalf) -> io::Result<()> {
+pub async fn run_writer<W: Wire>(
+    mut wire: W,
+    mut cx: WriterCtx,
+    mut sock: OwnedWriteHalf,
+) -> io::Result<()> {
     let shared = cx.shared.clone();
     let viewer = cx.viewer.clone();
     let mut frames = shared.frames.subscribe();
@@ -74,7 +84,11 @@ pub async fn run_writer<W: Wire>(mut wire: W, mut cx: WriterCtx, mut sock: Owned
         let now = now_us();
         if cx.ping && now >= next_ping {
             buf.clear();
-            Packet::Ping { id: ping_id, sent_us: now }.encode(&mut buf);
+            Packet::Ping {
+                id: ping_id,
+                sent_us: now,
+            }
+            .encode(&mut buf);
             sock.write_all(&buf).await?;
             // Several quick pings first so the offset is known within the first frames.
             next_ping = now + if ping_id < 5 { 20_000 } else { 1_000_000 };
@@ -103,7 +117,9 @@ pub async fn run_writer<W: Wire>(mut wire: W, mut cx: WriterCtx, mut sock: Owned
         if !take {
             continue;
         }
-        let Some(f) = frames.borrow_and_update().clone() else { continue };
+        let Some(f) = frames.borrow_and_update().clone() else {
+            continue;
+        };
         buf.clear();
         if last_size != Some((f.width, f.height)) {
             wire.stream_desc(&f, &mut buf);
@@ -124,7 +140,9 @@ pub async fn run_writer<W: Wire>(mut wire: W, mut cx: WriterCtx, mut sock: Owned
                 let t = now_us();
                 let (p, fresh) = f.keyframe_payload();
                 if fresh {
-                    lock(&shared.pipeline).keyframe_us.push((now_us() - t) as f64);
+                    lock(&shared.pipeline)
+                        .keyframe_us
+                        .push((now_us() - t) as f64);
                 }
                 wire.frame(&f, true, &p, &mut buf)
             }
@@ -158,14 +176,22 @@ pub async fn run_writer<W: Wire>(mut wire: W, mut cx: WriterCtx, mut sock: Owned
         viewer.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
         if let (Some(t), Some(id)) = (&cx.trace, out.ack_id) {
             use std::io::Write;
-            let line = format!("{} {} {} {:016x}\n", viewer.protocol.name(), viewer.id, id, f.checksum);
+            let line = format!(
+                "{} {} {} {:016x}\n",
+                viewer.protocol.name(),
+                viewer.id,
+                id,
+                f.checksum
+            );
             let _ = lock(t).write_all(line.as_bytes());
         }
     }
 }
 
 fn reject(shared: &Shared, viewer: &ViewerShared, e: &ProtoError) {
-    shared.counters.inc(&format!("rejected_packets.{}", e.reason()));
+    shared
+        .counters
+        .inc(&format!("rejected_packets.{}", e.reason()));
     warn!(viewer = viewer.id, protocol = viewer.protocol.name(), peer = %viewer.peer, error = %e, "closing connection: bad packet");
 }
 
@@ -196,13 +222,26 @@ pub async fn run_v1_reader(
                 Ok(None) => break,
                 Err(e) => {
                     reject(&shared, &viewer, &e);
-                    let _ = ctrl.send(Packet::Goodbye { code: goodbye::PROTOCOL_ERROR, reason: e.to_string() }.to_bytes()).await;
+                    let _ = ctrl
+                        .send(
+                            Packet::Goodbye {
+                                code: goodbye::PROTOCOL_ERROR,
+                                reason: e.to_string(),
+                            }
+                            .to_bytes(),
+                        )
+                        .await;
                     return Err(io::Error::new(io::ErrorKind::InvalidData, e));
                 }
             };
             let now = now_us();
             match p {
-                Packet::Ack { seq, status, applied_us, .. } => {
+                Packet::Ack {
+                    seq,
+                    status,
+                    applied_us,
+                    ..
+                } => {
                     match lock(&viewer.flow).on_ack(seq, now) {
                         AckOutcome::Rtt(_) => {
                             let local = lock(&viewer.offset).to_local(applied_us);
@@ -213,9 +252,18 @@ pub async fn run_v1_reader(
                         AckOutcome::Unknown => shared.counters.inc("acks_unknown"),
                     }
                     if status != AckStatus::Applied {
-                        let name = if status == AckStatus::ChecksumMismatch { "viewer_checksum_mismatch" } else { "viewer_decode_errors" };
+                        let name = if status == AckStatus::ChecksumMismatch {
+                            "viewer_checksum_mismatch"
+                        } else {
+                            "viewer_decode_errors"
+                        };
                         shared.counters.inc(name);
-                        warn!(viewer = viewer.id, seq, ?status, "viewer could not reproduce the frame; sending a keyframe");
+                        warn!(
+                            viewer = viewer.id,
+                            seq,
+                            ?status,
+                            "viewer could not reproduce the frame; sending a keyframe"
+                        );
                         lock(&viewer.flow).request_keyframe();
                     }
                     viewer.acked.notify_one();
@@ -225,11 +273,25 @@ pub async fn run_v1_reader(
                     viewer.acked.notify_one();
                 }
                 Packet::Ping { id, sent_us } => {
-                    if ctrl.try_send(Packet::Pong { id, ping_sent_us: sent_us, reply_us: now }.to_bytes()).is_err() {
+                    if ctrl
+                        .try_send(
+                            Packet::Pong {
+                                id,
+                                ping_sent_us: sent_us,
+                                reply_us: now,
+                            }
+                            .to_bytes(),
+                        )
+                        .is_err()
+                    {
                         shared.counters.inc("pongs_dropped");
                     }
                 }
-                Packet::Pong { ping_sent_us, reply_us, .. } => {
+                Packet::Pong {
+                    ping_sent_us,
+                    reply_us,
+                    ..
+                } => {
                     lock(&viewer.offset).sample(ping_sent_us, reply_us, now);
                 }
                 Packet::Goodbye { code, reason } => {
@@ -237,10 +299,24 @@ pub async fn run_v1_reader(
                     return Ok(());
                 }
                 other => {
-                    let e = ProtoError::InvalidField { field: "packet", why: "not expected from a viewer" };
+                    let e = ProtoError::InvalidField {
+                        field: "packet",
+                        why: "not expected from a viewer",
+                    };
                     reject(&shared, &viewer, &e);
-                    let reason = format!("unexpected {} packet from a viewer", v1::kind_name(other.type_byte()));
-                    let _ = ctrl.send(Packet::Goodbye { code: goodbye::PROTOCOL_ERROR, reason }.to_bytes()).await;
+                    let reason = format!(
+                        "unexpected {} packet from a viewer",
+                        v1::kind_name(other.type_byte())
+                    );
+                    let _ = ctrl
+                        .send(
+                            Packet::Goodbye {
+                                code: goodbye::PROTOCOL_ERROR,
+                                reason,
+                            }
+                            .to_bytes(),
+                        )
+                        .await;
                     return Err(io::Error::new(io::ErrorKind::InvalidData, e));
                 }
             }
@@ -252,7 +328,12 @@ pub async fn run_v1_reader(
 }
 
 /// Reads a Daylight viewer's ACKs until it leaves or misbehaves.
-pub async fn run_daylight_reader(shared: Arc<Shared>, viewer: Arc<ViewerShared>, mut sock: OwnedReadHalf, sent: SentLog) -> io::Result<()> {
+pub async fn run_daylight_reader(
+    shared: Arc<Shared>,
+    viewer: Arc<ViewerShared>,
+    mut sock: OwnedReadHalf,
+    sent: SentLog,
+) -> io::Result<()> {
     let mut dec = ViewerDecoder::new();
     loop {
         loop {
@@ -265,7 +346,8 @@ pub async fn run_daylight_reader(shared: Arc<Shared>, viewer: Arc<ViewerShared>,
                             // applied is the time to send plus half the round trip.
                             if let Some(cap) = capture_time(&sent, seq as u64) {
                                 let sent_at = now - rtt;
-                                lock(&viewer.e2e_us).push((sent_at.saturating_sub(cap) + rtt / 2) as f64);
+                                lock(&viewer.e2e_us)
+                                    .push((sent_at.saturating_sub(cap) + rtt / 2) as f64);
                             }
                         }
                         AckOutcome::Unknown => shared.counters.inc("acks_unknown"),

@@ -12,7 +12,10 @@ use crate::state::Shared;
 pub async fn run(path: PathBuf, shared: Arc<Shared>) {
     let mut warned = false;
     loop {
-        let body: String = status_lines(&shared).into_iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        let body: String = status_lines(&shared)
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect();
         let tmp = path.with_extension("tmp");
         let r = tokio::fs::write(&tmp, body).await;
         let r = match r {

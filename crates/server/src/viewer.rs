@@ -34,7 +34,13 @@ pub struct ViewerOptions {
 
 impl ViewerOptions {
     pub fn new(addr: impl Into<String>, protocol: Protocol) -> Self {
-        ViewerOptions { addr: addr.into(), protocol, token: None, max_frames: None, paused: Arc::new(AtomicBool::new(false)) }
+        ViewerOptions {
+            addr: addr.into(),
+            protocol,
+            token: None,
+            max_frames: None,
+            paused: Arc::new(AtomicBool::new(false)),
+        }
     }
 }
 
@@ -106,7 +112,11 @@ fn ms(w: &SampleWindow) -> f64 {
 
 impl ViewerStats {
     pub fn fps(&self) -> f64 {
-        match (self.applied_at.len(), self.applied_at.percentile(0.0), self.applied_at.max()) {
+        match (
+            self.applied_at.len(),
+            self.applied_at.percentile(0.0),
+            self.applied_at.max(),
+        ) {
             (n, Some(a), Some(b)) if n > 1 && b > a => (n - 1) as f64 * 1e6 / (b - a),
             _ => 0.0,
         }
@@ -117,7 +127,11 @@ impl ViewerStats {
         let e2e = if self.e2e_us.is_empty() {
             "n/a".to_string()
         } else {
-            format!("{:.2}/{:.2}ms", ms(&self.e2e_us), self.e2e_us.percentile(99.0).unwrap_or(0.0) / 1000.0)
+            format!(
+                "{:.2}/{:.2}ms",
+                ms(&self.e2e_us),
+                self.e2e_us.percentile(99.0).unwrap_or(0.0) / 1000.0
+            )
         };
         format!(
             "{} {}x{} | fps {:.1} | recv {:.2}ms | lz4 {:.2}ms | delta {:.2}ms | total {:.2}ms | e2e avg/p99 {} | {:.0}KB | drops {} | checksum failures {} | frames {}",
@@ -152,8 +166,18 @@ pub struct FrameEvent<'a> {
 }
 
 /// Runs a viewer until the server leaves, `max_frames` is reached, or `on_frame` returns false.
-pub async fn run_viewer(opts: ViewerOptions, stats: Arc<Mutex<ViewerStats>>, on_frame: impl FnMut(&FrameEvent<'_>) -> bool) -> anyhow::Result<()> {
-    let sock = TcpStream::connect(&opts.addr).await.with_context(|| format!("connecting to {} ({} protocol)", opts.addr, opts.protocol.name()))?;
+pub async fn run_viewer(
+    opts: ViewerOptions,
+    stats: Arc<Mutex<ViewerStats>>,
+    on_frame: impl FnMut(&FrameEvent<'_>) -> bool,
+) -> anyhow::Result<()> {
+    let sock = TcpStream::connect(&opts.addr).await.with_context(|| {
+        format!(
+            "connecting to {} ({} protocol)",
+            opts.addr,
+            opts.protocol.name()
+        )
+    })?;
     sock.set_nodelay(true)?;
     lock(&stats).protocol = opts.protocol.name();
     match opts.protocol {
@@ -187,8 +211,19 @@ impl RecvClock {
     }
 }
 
-async fn run_v1(mut sock: TcpStream, opts: ViewerOptions, stats: Arc<Mutex<ViewerStats>>, mut on_frame: impl FnMut(&FrameEvent<'_>) -> bool) -> anyhow::Result<()> {
-    let hello = Packet::Hello { version: v1::VERSION, role: Role::Viewer, caps: caps::ALL, stream: "screen".into(), token: opts.token.clone().unwrap_or_default() };
+async fn run_v1(
+    mut sock: TcpStream,
+    opts: ViewerOptions,
+    stats: Arc<Mutex<ViewerStats>>,
+    mut on_frame: impl FnMut(&FrameEvent<'_>) -> bool,
+) -> anyhow::Result<()> {
+    let hello = Packet::Hello {
+        version: v1::VERSION,
+        role: Role::Viewer,
+        caps: caps::ALL,
+        stream: "screen".into(),
+        token: opts.token.clone().unwrap_or_default(),
+    };
     sock.write_all(&hello.to_bytes()).await?;
     let mut dec = v1::Decoder::new(v1::DEFAULT_MAX_FRAME_BODY);
     let mut picture = Picture::new(0, 0);
@@ -198,7 +233,10 @@ async fn run_v1(mut sock: TcpStream, opts: ViewerOptions, stats: Arc<Mutex<Viewe
     let mut rc = RecvClock(None);
     let (mut welcomed, mut frames, mut ping_id, mut next_ping) = (false, 0u64, 0u32, 0u64);
     loop {
-        while let Some(p) = dec.next_packet().map_err(|e| anyhow!("bad packet from the server: {e}"))? {
+        while let Some(p) = dec
+            .next_packet()
+            .map_err(|e| anyhow!("bad packet from the server: {e}"))?
+        {
             let now = now_us();
             let recv = rc.packet_done(now, dec.pending() > 0);
             out.clear();
@@ -231,7 +269,11 @@ async fn run_v1(mut sock: TcpStream, opts: ViewerOptions, stats: Arc<Mutex<Viewe
                                 if !good {
                                     picture.invalidate();
                                 }
-                                status = if good { AckStatus::Applied } else { AckStatus::ChecksumMismatch };
+                                status = if good {
+                                    AckStatus::Applied
+                                } else {
+                                    AckStatus::ChecksumMismatch
+                                };
                                 let mut s = lock(&stats);
                                 s.decompress_us.push((t1 - t0) as f64);
                                 s.apply_us.push((t2 - t1) as f64);
@@ -239,28 +281,62 @@ async fn run_v1(mut sock: TcpStream, opts: ViewerOptions, stats: Arc<Mutex<Viewe
                         }
                     }
                     let applied = now_us();
-                    Packet::Ack { seq: h.seq, status, recv_us: now, decoded_us: t0, applied_us: applied }.encode(&mut out);
+                    Packet::Ack {
+                        seq: h.seq,
+                        status,
+                        recv_us: now,
+                        decoded_us: t0,
+                        applied_us: applied,
+                    }
+                    .encode(&mut out);
                     sock.write_all(&out).await?;
                     frames += 1;
                     {
                         let mut s = lock(&stats);
                         record(&mut s, h.seq, recv, applied - t0, payload.len(), status);
-                        if h.keyframe { s.keyframes += 1 } else { s.deltas += 1 }
+                        if h.keyframe {
+                            s.keyframes += 1
+                        } else {
+                            s.deltas += 1
+                        }
                         if let Some(local_capture) = offset.to_local(h.capture_us) {
                             s.e2e_us.push(applied.saturating_sub(local_capture) as f64);
                         }
                         s.applied_at.push(applied as f64);
                     }
-                    let ev = FrameEvent { seq: h.seq, keyframe: h.keyframe, unchanged: false, width: picture.width(), height: picture.height(), pixels: picture.pixels(), checksum_ok: ok };
+                    let ev = FrameEvent {
+                        seq: h.seq,
+                        keyframe: h.keyframe,
+                        unchanged: false,
+                        width: picture.width(),
+                        height: picture.height(),
+                        pixels: picture.pixels(),
+                        checksum_ok: ok,
+                    };
                     if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
                         return Ok(());
                     }
                 }
-                Packet::Unchanged { seq, capture_us, checksum } => {
+                Packet::Unchanged {
+                    seq,
+                    capture_us,
+                    checksum,
+                } => {
                     let good = picture.is_valid() && picture_sum == Some(checksum);
-                    let status = if good { AckStatus::Applied } else { AckStatus::ChecksumMismatch };
+                    let status = if good {
+                        AckStatus::Applied
+                    } else {
+                        AckStatus::ChecksumMismatch
+                    };
                     let applied = now_us();
-                    Packet::Ack { seq, status, recv_us: now, decoded_us: now, applied_us: applied }.encode(&mut out);
+                    Packet::Ack {
+                        seq,
+                        status,
+                        recv_us: now,
+                        decoded_us: now,
+                        applied_us: applied,
+                    }
+                    .encode(&mut out);
                     sock.write_all(&out).await?;
                     frames += 1;
                     {
@@ -272,16 +348,33 @@ async fn run_v1(mut sock: TcpStream, opts: ViewerOptions, stats: Arc<Mutex<Viewe
                         }
                         s.applied_at.push(applied as f64);
                     }
-                    let ev = FrameEvent { seq, keyframe: false, unchanged: true, width: picture.width(), height: picture.height(), pixels: picture.pixels(), checksum_ok: Some(good) };
+                    let ev = FrameEvent {
+                        seq,
+                        keyframe: false,
+                        unchanged: true,
+                        width: picture.width(),
+                        height: picture.height(),
+                        pixels: picture.pixels(),
+                        checksum_ok: Some(good),
+                    };
                     if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
                         return Ok(());
                     }
                 }
                 Packet::Ping { id, sent_us } => {
-                    Packet::Pong { id, ping_sent_us: sent_us, reply_us: now_us() }.encode(&mut out);
+                    Packet::Pong {
+                        id,
+                        ping_sent_us: sent_us,
+                        reply_us: now_us(),
+                    }
+                    .encode(&mut out);
                     sock.write_all(&out).await?;
                 }
-                Packet::Pong { ping_sent_us, reply_us, .. } => {
+                Packet::Pong {
+                    ping_sent_us,
+                    reply_us,
+                    ..
+                } => {
                     offset.sample(ping_sent_us, reply_us, now);
                 }
                 Packet::Command { code, a, .. } => {
@@ -298,12 +391,19 @@ async fn run_v1(mut sock: TcpStream, opts: ViewerOptions, stats: Arc<Mutex<Viewe
                     }
                     bail!("the server closed the connection: {reason} (code {code})");
                 }
-                other => bail!("unexpected {} packet from the server", v1::kind_name(other.type_byte())),
+                other => bail!(
+                    "unexpected {} packet from the server",
+                    v1::kind_name(other.type_byte())
+                ),
             }
         }
         if welcomed && now_us() >= next_ping {
             out.clear();
-            Packet::Ping { id: ping_id, sent_us: now_us() }.encode(&mut out);
+            Packet::Ping {
+                id: ping_id,
+                sent_us: now_us(),
+            }
+            .encode(&mut out);
             sock.write_all(&out).await?;
             next_ping = now_us() + if ping_id < 5 { 20_000 } else { 1_000_000 };
             ping_id += 1;
@@ -333,14 +433,22 @@ fn record(s: &mut ViewerStats, seq: u64, recv: u64, total: u64, bytes: usize, st
     }
 }
 
-async fn run_daylight(mut sock: TcpStream, opts: ViewerOptions, stats: Arc<Mutex<ViewerStats>>, mut on_frame: impl FnMut(&FrameEvent<'_>) -> bool) -> anyhow::Result<()> {
+async fn run_daylight(
+    mut sock: TcpStream,
+    opts: ViewerOptions,
+    stats: Arc<Mutex<ViewerStats>>,
+    mut on_frame: impl FnMut(&FrameEvent<'_>) -> bool,
+) -> anyhow::Result<()> {
     let mut dec = HostDecoder::new(daylight::DEFAULT_MAX_PAYLOAD);
     let mut picture = Picture::new(0, 0);
     let mut out = BytesMut::with_capacity(16);
     let mut rc = RecvClock(None);
     let mut frames = 0u64;
     loop {
-        while let Some(p) = dec.next_packet().map_err(|e| anyhow!("bad packet from the server: {e}"))? {
+        while let Some(p) = dec
+            .next_packet()
+            .map_err(|e| anyhow!("bad packet from the server: {e}"))?
+        {
             let now = now_us();
             let recv = rc.packet_done(now, !dec.buffer_mut().is_empty());
             match p {
@@ -357,7 +465,11 @@ async fn run_daylight(mut sock: TcpStream, opts: ViewerOptions, stats: Arc<Mutex
                         _ => {}
                     }
                 }
-                HostPacket::Frame { keyframe, seq, payload } => {
+                HostPacket::Frame {
+                    keyframe,
+                    seq,
+                    payload,
+                } => {
                     let t0 = now_us();
                     let r = picture.decode(keyframe, BlockCodec::Lz4, &payload);
                     let t1 = now_us();
@@ -371,16 +483,32 @@ async fn run_daylight(mut sock: TcpStream, opts: ViewerOptions, stats: Arc<Mutex
                     frames += 1;
                     {
                         let mut s = lock(&stats);
-                        let status = if r.is_ok() { AckStatus::Applied } else { AckStatus::DecodeError };
+                        let status = if r.is_ok() {
+                            AckStatus::Applied
+                        } else {
+                            AckStatus::DecodeError
+                        };
                         record(&mut s, seq as u64, recv, t2 - t0, payload.len(), status);
-                        if keyframe { s.keyframes += 1 } else { s.deltas += 1 }
+                        if keyframe {
+                            s.keyframes += 1
+                        } else {
+                            s.deltas += 1
+                        }
                         if r.is_ok() {
                             s.decompress_us.push((t1 - t0) as f64);
                             s.apply_us.push((t2 - t1) as f64);
                         }
                         s.applied_at.push(t2 as f64);
                     }
-                    let ev = FrameEvent { seq: seq as u64, keyframe, unchanged: false, width: picture.width(), height: picture.height(), pixels: picture.pixels(), checksum_ok: None };
+                    let ev = FrameEvent {
+                        seq: seq as u64,
+                        keyframe,
+                        unchanged: false,
+                        width: picture.width(),
+                        height: picture.height(),
+                        pixels: picture.pixels(),
+                        checksum_ok: None,
+                    };
                     if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
                         return Ok(());
                     }

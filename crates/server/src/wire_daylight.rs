@@ -17,28 +17,54 @@ pub struct DaylightWire {
 impl Wire for DaylightWire {
     fn stream_desc(&mut self, f: &SourceFrame, out: &mut BytesMut) {
         let clamp = |v: u32| v.min(daylight::MAX_SIDE as u32) as u16;
-        HostPacket::Resolution { width: clamp(f.width), height: clamp(f.height) }.encode(out);
+        HostPacket::Resolution {
+            width: clamp(f.width),
+            height: clamp(f.height),
+        }
+        .encode(out);
     }
 
-    fn frame(&mut self, _f: &SourceFrame, keyframe: bool, payload: &Bytes, out: &mut BytesMut) -> Outgoing {
+    fn frame(
+        &mut self,
+        _f: &SourceFrame,
+        keyframe: bool,
+        payload: &Bytes,
+        out: &mut BytesMut,
+    ) -> Outgoing {
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
         out.put_slice(&daylight::frame_header(keyframe, seq, payload.len() as u32));
-        Outgoing { ack_id: Some(seq as u64), payload: Some(payload.clone()) }
+        Outgoing {
+            ack_id: Some(seq as u64),
+            payload: Some(payload.clone()),
+        }
     }
 
     fn unchanged(&mut self, _f: &SourceFrame, _out: &mut BytesMut) -> Outgoing {
-        Outgoing { ack_id: None, payload: None }
+        Outgoing {
+            ack_id: None,
+            payload: None,
+        }
     }
 
     fn command(&mut self, c: ViewerCommand, out: &mut BytesMut) {
         let p = match c {
-            ViewerCommand::Brightness(v) => HostPacket::Command { cmd: daylight::CMD_BRIGHTNESS, value: v },
-            ViewerCommand::Warmth(v) => HostPacket::Command { cmd: daylight::CMD_WARMTH, value: v },
-            ViewerCommand::Backlight(v) => HostPacket::Command { cmd: daylight::CMD_BACKLIGHT, value: v },
-            ViewerCommand::Resolution(w, h) => {
-                HostPacket::Resolution { width: w.min(daylight::MAX_SIDE as u32) as u16, height: h.min(daylight::MAX_SIDE as u32) as u16 }
-            }
+            ViewerCommand::Brightness(v) => HostPacket::Command {
+                cmd: daylight::CMD_BRIGHTNESS,
+                value: v,
+            },
+            ViewerCommand::Warmth(v) => HostPacket::Command {
+                cmd: daylight::CMD_WARMTH,
+                value: v,
+            },
+            ViewerCommand::Backlight(v) => HostPacket::Command {
+                cmd: daylight::CMD_BACKLIGHT,
+                value: v,
+            },
+            ViewerCommand::Resolution(w, h) => HostPacket::Resolution {
+                width: w.min(daylight::MAX_SIDE as u32) as u16,
+                height: h.min(daylight::MAX_SIDE as u32) as u16,
+            },
         };
         p.encode(out);
     }

@@ -28,11 +28,23 @@ pub struct V1Wire;
 
 impl Wire for V1Wire {
     fn stream_desc(&mut self, f: &SourceFrame, out: &mut BytesMut) {
-        Packet::StreamDesc { width: f.width, height: f.height, format: PixelFormat::Grey8, codec: codec_to_wire(f.codec), name: "screen".into() }
-            .encode(out);
+        Packet::StreamDesc {
+            width: f.width,
+            height: f.height,
+            format: PixelFormat::Grey8,
+            codec: codec_to_wire(f.codec),
+            name: "screen".into(),
+        }
+        .encode(out);
     }
 
-    fn frame(&mut self, f: &SourceFrame, keyframe: bool, payload: &Bytes, out: &mut BytesMut) -> Outgoing {
+    fn frame(
+        &mut self,
+        f: &SourceFrame,
+        keyframe: bool,
+        payload: &Bytes,
+        out: &mut BytesMut,
+    ) -> Outgoing {
         let h = FrameHeader {
             seq: f.seq,
             capture_us: f.capture_us,
@@ -42,12 +54,23 @@ impl Wire for V1Wire {
             raw_len: f.grey.len() as u32,
         };
         out.put_slice(&v1::frame_prefix(&h, payload.len()));
-        Outgoing { ack_id: Some(f.seq), payload: Some(payload.clone()) }
+        Outgoing {
+            ack_id: Some(f.seq),
+            payload: Some(payload.clone()),
+        }
     }
 
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {
-        Packet::Unchanged { seq: f.seq, capture_us: f.capture_us, checksum: f.checksum }.encode(out);
-        Outgoing { ack_id: Some(f.seq), payload: None }
+        Packet::Unchanged {
+            seq: f.seq,
+            capture_us: f.capture_us,
+            checksum: f.checksum,
+        }
+        .encode(out);
+        Outgoing {
+            ack_id: Some(f.seq),
+            payload: None,
+        }
     }
 
     fn command(&mut self, c: ViewerCommand, out: &mut BytesMut) {

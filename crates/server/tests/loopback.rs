@@ -20,13 +20,20 @@ use tokio::task::JoinHandle;
 
 fn temp_path(name: &str) -> PathBuf {
     static N: AtomicU64 = AtomicU64::new(0);
-    std::env::temp_dir().join(format!("fw-test-{}-{}-{name}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)))
+    std::env::temp_dir().join(format!(
+        "fw-test-{}-{}-{name}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
 }
 
 fn config(scene: Scene, w: u32, h: u32) -> ServerConfig {
     ServerConfig {
         source: SourceSpec::Synthetic(scene),
-        resolution: framewire_capture::Resolution { width: w, height: h },
+        resolution: framewire_capture::Resolution {
+            width: w,
+            height: h,
+        },
         v1_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         daylight_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         ..ServerConfig::default()
@@ -70,13 +77,28 @@ impl TestViewer {
         let paused = opts.paused.clone();
         let (s, m) = (seen.clone(), mismatches.clone());
         let task = tokio::spawn(run_viewer(opts, stats.clone(), move |ev| {
-            if proto == Protocol::V1 && ev.seq % 3 == 0 && ev.pixels != expected(scene, ev.width, ev.height, ev.seq) {
+            if proto == Protocol::V1
+                && ev.seq % 3 == 0
+                && ev.pixels != expected(scene, ev.width, ev.height, ev.seq)
+            {
                 m.fetch_add(1, Ordering::Relaxed);
             }
-            s.lock().unwrap().push(Seen { seq: ev.seq, keyframe: ev.keyframe, unchanged: ev.unchanged, checksum: picture_checksum(ev.pixels), ok: ev.checksum_ok });
+            s.lock().unwrap().push(Seen {
+                seq: ev.seq,
+                keyframe: ev.keyframe,
+                unchanged: ev.unchanged,
+                checksum: picture_checksum(ev.pixels),
+                ok: ev.checksum_ok,
+            });
             true
         }));
-        TestViewer { stats, seen, mismatches, paused, task }
+        TestViewer {
+            stats,
+            seen,
+            mismatches,
+            paused,
+            task,
+        }
     }
 
     fn frames(&self) -> u64 {
@@ -90,7 +112,10 @@ impl TestViewer {
 async fn wait_for(what: &str, secs: f64, mut cond: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(secs);
     while !cond() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -103,7 +128,10 @@ fn daylight_trace(path: &PathBuf) -> HashSet<(u64, u64)> {
         .filter(|l| l.starts_with("daylight "))
         .map(|l| {
             let f: Vec<&str> = l.split(' ').collect();
-            (f[2].parse().unwrap(), u64::from_str_radix(f[3], 16).unwrap())
+            (
+                f[2].parse().unwrap(),
+                u64::from_str_radix(f[3], 16).unwrap(),
+            )
         })
         .collect()
 }
@@ -123,8 +151,14 @@ async fn four_viewers_of_both_protocols_reproduce_every_scene_exactly() {
             TestViewer::start(d, Protocol::Daylight, scene, None),
             TestViewer::start(d, Protocol::Daylight, scene, None),
         ];
-        wait_for("30 frames at each v1 viewer", 20.0, || viewers[..2].iter().all(|v| v.frames() >= 30)).await;
-        wait_for("a frame at each daylight viewer", 20.0, || viewers[2..].iter().all(|v| v.frames() >= 1)).await;
+        wait_for("30 frames at each v1 viewer", 20.0, || {
+            viewers[..2].iter().all(|v| v.frames() >= 30)
+        })
+        .await;
+        wait_for("a frame at each daylight viewer", 20.0, || {
+            viewers[2..].iter().all(|v| v.frames() >= 1)
+        })
+        .await;
         server.shutdown().await;
         tokio::time::sleep(Duration::from_millis(50)).await;
         let sent = daylight_trace(&trace);
@@ -132,15 +166,33 @@ async fn four_viewers_of_both_protocols_reproduce_every_scene_exactly() {
             v.task.abort();
             let seen = v.seen();
             let st = v.stats.lock().unwrap().clone();
-            assert!(seen[0].keyframe, "{} viewer {i}: first frame must be a keyframe", scene.name());
+            assert!(
+                seen[0].keyframe,
+                "{} viewer {i}: first frame must be a keyframe",
+                scene.name()
+            );
             assert_eq!(st.checksum_failures, 0, "{} viewer {i}", scene.name());
             assert_eq!(st.decode_errors, 0, "{} viewer {i}", scene.name());
-            assert_eq!(v.mismatches.load(Ordering::Relaxed), 0, "{} viewer {i}: picture differs from the source", scene.name());
+            assert_eq!(
+                v.mismatches.load(Ordering::Relaxed),
+                0,
+                "{} viewer {i}: picture differs from the source",
+                scene.name()
+            );
             if i < 2 {
-                assert!(seen.iter().all(|s| s.ok == Some(true)), "{} viewer {i}", scene.name());
+                assert!(
+                    seen.iter().all(|s| s.ok == Some(true)),
+                    "{} viewer {i}",
+                    scene.name()
+                );
             } else {
                 for s in &seen {
-                    assert!(sent.contains(&(s.seq, s.checksum)), "{} daylight viewer {i}: frame {} is not a picture the host sent", scene.name(), s.seq);
+                    assert!(
+                        sent.contains(&(s.seq, s.checksum)),
+                        "{} daylight viewer {i}: frame {} is not a picture the host sent",
+                        scene.name(),
+                        s.seq
+                    );
                 }
             }
         }
@@ -160,26 +212,62 @@ async fn a_stalled_viewer_stops_nobody_and_resyncs_with_one_keyframe() {
     let slow = TestViewer::start(a, Protocol::V1, scene, None);
     let fast = TestViewer::start(a, Protocol::V1, scene, None);
     let dl = TestViewer::start(d, Protocol::Daylight, scene, None);
-    wait_for("viewers to start", 10.0, || slow.frames() >= 10 && fast.frames() >= 10).await;
+    wait_for("viewers to start", 10.0, || {
+        slow.frames() >= 10 && fast.frames() >= 10
+    })
+    .await;
     slow.paused.store(true, Ordering::Relaxed);
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let (f0, d0, c0, s0) = (fast.frames(), dl.frames(), server.counter("frames_captured"), slow.frames());
+    let (f0, d0, c0, s0) = (
+        fast.frames(),
+        dl.frames(),
+        server.counter("frames_captured"),
+        slow.frames(),
+    );
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // While one viewer reads nothing, the source and the other viewers carry on at full rate.
-    assert!(server.counter("frames_captured") - c0 >= 60, "capture slowed down");
-    assert!(fast.frames() - f0 >= 60, "fast viewer got {} frames", fast.frames() - f0);
-    assert!(dl.frames() - d0 >= 60, "daylight viewer got {} frames", dl.frames() - d0);
+    assert!(
+        server.counter("frames_captured") - c0 >= 60,
+        "capture slowed down"
+    );
+    assert!(
+        fast.frames() - f0 >= 60,
+        "fast viewer got {} frames",
+        fast.frames() - f0
+    );
+    assert!(
+        dl.frames() - d0 >= 60,
+        "daylight viewer got {} frames",
+        dl.frames() - d0
+    );
     slow.paused.store(false, Ordering::Relaxed);
-    wait_for("the slow viewer to catch up", 10.0, || slow.frames() >= s0 + 60).await;
+    wait_for("the slow viewer to catch up", 10.0, || {
+        slow.frames() >= s0 + 60
+    })
+    .await;
     let seen = slow.seen();
     // Find the first gap in source numbers: the frame after it must be a keyframe.
-    let gap = seen.windows(2).position(|w| w[1].seq > w[0].seq + 1).expect("the slow viewer skipped frames");
-    assert!(seen[gap + 1].keyframe, "first frame after the gap (seq {}) is not a keyframe", seen[gap + 1].seq);
+    let gap = seen
+        .windows(2)
+        .position(|w| w[1].seq > w[0].seq + 1)
+        .expect("the slow viewer skipped frames");
+    assert!(
+        seen[gap + 1].keyframe,
+        "first frame after the gap (seq {}) is not a keyframe",
+        seen[gap + 1].seq
+    );
     assert!(seen.iter().all(|s| s.ok == Some(true)), "a checksum failed");
     assert_eq!(slow.mismatches.load(Ordering::Relaxed), 0);
-    assert_eq!(fast.stats.lock().unwrap().drops, 0, "the fast viewer lost frames because of the slow one");
+    assert_eq!(
+        fast.stats.lock().unwrap().drops,
+        0,
+        "the fast viewer lost frames because of the slow one"
+    );
     let r = server.report();
-    assert!(r.skipped_frames > 0, "the server did not count the slow viewer's skips");
+    assert!(
+        r.skipped_frames > 0,
+        "the server did not count the slow viewer's skips"
+    );
     for v in [&slow, &fast, &dl] {
         v.task.abort();
     }
@@ -201,16 +289,29 @@ async fn a_reconnecting_viewer_gets_a_correct_picture_first() {
         v.task.abort();
         dl.task.abort();
         let first = &v.seen()[0];
-        assert!(first.keyframe && first.ok == Some(true), "round {round}: {first:?}");
-        assert_eq!(first.checksum, picture_checksum(&expected(scene, 320, 240, first.seq)), "round {round}");
+        assert!(
+            first.keyframe && first.ok == Some(true),
+            "round {round}: {first:?}"
+        );
+        assert_eq!(
+            first.checksum,
+            picture_checksum(&expected(scene, 320, 240, first.seq)),
+            "round {round}"
+        );
         let dfirst = dl.seen()[0].clone();
         assert!(dfirst.keyframe);
         tokio::time::sleep(Duration::from_millis(100)).await;
-        assert!(daylight_trace(&trace).contains(&(dfirst.seq, dfirst.checksum)), "round {round}: daylight first frame is stale");
+        assert!(
+            daylight_trace(&trace).contains(&(dfirst.seq, dfirst.checksum)),
+            "round {round}: daylight first frame is stale"
+        );
         // The host's frame trace says the Daylight viewer's first picture is the current one;
         // it must also be a picture of the scene at some frame near now.
     }
-    wait_for("viewers to be unregistered", 5.0, || server.viewer_count() == 0).await;
+    wait_for("viewers to be unregistered", 5.0, || {
+        server.viewer_count() == 0
+    })
+    .await;
     server.shutdown().await;
     let _ = std::fs::remove_file(trace);
 }
@@ -224,7 +325,10 @@ async fn read_goodbye(s: &mut TcpStream) -> Option<(u16, String)> {
                 return Some((code, reason));
             }
         }
-        let n = tokio::time::timeout_at(deadline, s.read_buf(dec.buffer_mut())).await.ok()?.ok()?;
+        let n = tokio::time::timeout_at(deadline, s.read_buf(dec.buffer_mut()))
+            .await
+            .ok()?
+            .ok()?;
         if n == 0 {
             return None;
         }
@@ -232,7 +336,13 @@ async fn read_goodbye(s: &mut TcpStream) -> Option<(u16, String)> {
 }
 
 async fn hello(s: &mut TcpStream, token: &str) {
-    let h = Packet::Hello { version: 1, role: Role::Viewer, caps: 0, stream: String::new(), token: token.into() };
+    let h = Packet::Hello {
+        version: 1,
+        role: Role::Viewer,
+        caps: 0,
+        stream: String::new(),
+        token: token.into(),
+    };
     s.write_all(&h.to_bytes()).await.unwrap();
 }
 
@@ -245,11 +355,16 @@ async fn bad_input_is_rejected_with_a_reason_and_a_counter_while_others_continue
     let (a, d) = (server.v1_addr.unwrap(), server.daylight_addr.unwrap());
     let good = TestViewer::start(a, Protocol::V1, scene, Some("s3cret"));
     let good_dl = TestViewer::start(d, Protocol::Daylight, scene, None);
-    wait_for("good viewers", 10.0, || good.frames() >= 5 && good_dl.frames() >= 5).await;
+    wait_for("good viewers", 10.0, || {
+        good.frames() >= 5 && good_dl.frames() >= 5
+    })
+    .await;
 
     // Not our protocol at all.
     let mut s = TcpStream::connect(a).await.unwrap();
-    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
     let (code, reason) = read_goodbye(&mut s).await.expect("a goodbye for garbage");
     assert_eq!(code, goodbye::PROTOCOL_ERROR);
     assert!(reason.contains("magic"), "{reason}");
@@ -257,29 +372,43 @@ async fn bad_input_is_rejected_with_a_reason_and_a_counter_while_others_continue
     // Wrong token.
     let mut s = TcpStream::connect(a).await.unwrap();
     hello(&mut s, "guess").await;
-    assert_eq!(read_goodbye(&mut s).await.map(|g| g.0), Some(goodbye::UNAUTHORIZED));
+    assert_eq!(
+        read_goodbye(&mut s).await.map(|g| g.0),
+        Some(goodbye::UNAUTHORIZED)
+    );
 
     // Oversized length field after a good handshake: rejected before any body arrives.
     let mut s = TcpStream::connect(a).await.unwrap();
     hello(&mut s, "s3cret").await;
-    s.write_all(&[b'F', b'W', v1::kind::PING, 0x00, 0x00, 0x00, 0x40]).await.unwrap();
-    let (code, reason) = read_goodbye(&mut s).await.expect("a goodbye for an oversized packet");
+    s.write_all(&[b'F', b'W', v1::kind::PING, 0x00, 0x00, 0x00, 0x40])
+        .await
+        .unwrap();
+    let (code, reason) = read_goodbye(&mut s)
+        .await
+        .expect("a goodbye for an oversized packet");
     assert_eq!(code, goodbye::PROTOCOL_ERROR);
     assert!(reason.contains("exceeds"), "{reason}");
 
     // Truncated packet, then the peer vanishes.
     let mut s = TcpStream::connect(a).await.unwrap();
     hello(&mut s, "s3cret").await;
-    s.write_all(&[b'F', b'W', v1::kind::ACK, 33, 0, 0, 0, 1, 2, 3]).await.unwrap();
+    s.write_all(&[b'F', b'W', v1::kind::ACK, 33, 0, 0, 0, 1, 2, 3])
+        .await
+        .unwrap();
     drop(s);
 
     // An unknown packet type and garbage on the Daylight port.
     let mut s = TcpStream::connect(a).await.unwrap();
     hello(&mut s, "s3cret").await;
     s.write_all(&[b'F', b'W', 0x66, 0, 0, 0, 0]).await.unwrap();
-    assert_eq!(read_goodbye(&mut s).await.map(|g| g.0), Some(goodbye::PROTOCOL_ERROR));
+    assert_eq!(
+        read_goodbye(&mut s).await.map(|g| g.0),
+        Some(goodbye::PROTOCOL_ERROR)
+    );
     let mut s = TcpStream::connect(d).await.unwrap();
-    s.write_all(&[0x00, 0x01, 0x02, 0x03, 0x04, 0x05]).await.unwrap();
+    s.write_all(&[0x00, 0x01, 0x02, 0x03, 0x04, 0x05])
+        .await
+        .unwrap();
     let mut sink = vec![0u8; 1 << 20];
     // The server closes the connection (after possibly sending frames first).
     let closed = tokio::time::timeout(Duration::from_secs(5), async {
@@ -291,17 +420,31 @@ async fn bad_input_is_rejected_with_a_reason_and_a_counter_while_others_continue
         }
     })
     .await;
-    assert!(closed.is_ok(), "the Daylight port kept a garbage-sending peer");
+    assert!(
+        closed.is_ok(),
+        "the Daylight port kept a garbage-sending peer"
+    );
 
-    wait_for("counters", 5.0, || server.counter("rejected_packets.bad_magic") >= 1).await;
-    assert_eq!(server.counter("handshake_rejected.bad_packet"), 1, "{:?}", server.counters());
+    wait_for("counters", 5.0, || {
+        server.counter("rejected_packets.bad_magic") >= 1
+    })
+    .await;
+    assert_eq!(
+        server.counter("handshake_rejected.bad_packet"),
+        1,
+        "{:?}",
+        server.counters()
+    );
     assert_eq!(server.counter("handshake_rejected.token"), 1);
     assert_eq!(server.counter("rejected_packets.too_long"), 1);
     assert_eq!(server.counter("rejected_packets.unknown_type"), 1);
 
     // The good viewers never noticed.
     let (g0, d0) = (good.frames(), good_dl.frames());
-    wait_for("good viewers to keep going", 10.0, || good.frames() >= g0 + 30 && good_dl.frames() >= d0 + 30).await;
+    wait_for("good viewers to keep going", 10.0, || {
+        good.frames() >= g0 + 30 && good_dl.frames() >= d0 + 30
+    })
+    .await;
     assert_eq!(good.stats.lock().unwrap().checksum_failures, 0);
     assert_eq!(good.mismatches.load(Ordering::Relaxed), 0);
     good.task.abort();
@@ -319,26 +462,45 @@ async fn control_socket_commands_reach_viewers_and_latency_is_measured() {
     cfg.status_file = Some(status.clone());
     let server = Server::start(cfg).await.unwrap();
     let v = TestViewer::start(server.v1_addr.unwrap(), Protocol::V1, scene, None);
-    let dl = TestViewer::start(server.daylight_addr.unwrap(), Protocol::Daylight, scene, None);
+    let dl = TestViewer::start(
+        server.daylight_addr.unwrap(),
+        Protocol::Daylight,
+        scene,
+        None,
+    );
     wait_for("frames", 10.0, || v.frames() >= 60 && dl.frames() >= 60).await;
     // The default brightness is sent on connect, as the Daylight host does.
     assert_eq!(dl.stats.lock().unwrap().brightness, Some(128));
-    let reply = framewire_server::control::request(&sock, "brightness 200").await.unwrap();
+    let reply = framewire_server::control::request(&sock, "brightness 200")
+        .await
+        .unwrap();
     assert_eq!(reply, "OK brightness=200\n");
     wait_for("brightness at both viewers", 5.0, || {
-        v.stats.lock().unwrap().brightness == Some(200) && dl.stats.lock().unwrap().brightness == Some(200)
+        v.stats.lock().unwrap().brightness == Some(200)
+            && dl.stats.lock().unwrap().brightness == Some(200)
     })
     .await;
-    let lat = framewire_server::control::request(&sock, "LATENCY").await.unwrap();
+    let lat = framewire_server::control::request(&sock, "LATENCY")
+        .await
+        .unwrap();
     assert!(lat.starts_with("OK\nfps="), "{lat}");
     assert!(lat.contains("\nclients=2\n"), "{lat}");
     let r = server.report();
     assert!(r.rtt.samples > 0 && r.rtt.avg > 0.0);
     // Same host, same clock: the offset estimate must make capture→applied small and positive.
     assert!(r.end_to_end.samples > 0);
-    assert!(r.end_to_end.p50 > 0.0 && r.end_to_end.p50 < 1000.0, "e2e p50 {} ms", r.end_to_end.p50);
+    assert!(
+        r.end_to_end.p50 > 0.0 && r.end_to_end.p50 < 1000.0,
+        "e2e p50 {} ms",
+        r.end_to_end.p50
+    );
     assert!(r.fps > 30.0, "fps {}", r.fps);
-    wait_for("status file", 5.0, || std::fs::read_to_string(&status).map(|s| s.contains("clients=2")).unwrap_or(false)).await;
+    wait_for("status file", 5.0, || {
+        std::fs::read_to_string(&status)
+            .map(|s| s.contains("clients=2"))
+            .unwrap_or(false)
+    })
+    .await;
     v.task.abort();
     dl.task.abort();
     server.shutdown().await;
@@ -355,6 +517,9 @@ async fn refuses_to_expose_the_screen_without_a_token() {
     assert!(err.to_string().contains("--token"), "{err}");
     cfg.daylight_addr = Some(SocketAddr::from(([0, 0, 0, 0], 0)));
     cfg.token = Some("t".into());
-    let err = Server::start(cfg.clone()).await.err().expect("daylight has no auth");
+    let err = Server::start(cfg.clone())
+        .await
+        .err()
+        .expect("daylight has no auth");
     assert!(err.to_string().contains("--insecure"), "{err}");
 }

@@ -43,12 +43,21 @@ impl Counters {
     }
 
     pub fn value(&self, name: &str) -> u64 {
-        self.map.lock().expect("counter registry poisoned").get(name).map_or(0, Counter::get)
+        self.map
+            .lock()
+            .expect("counter registry poisoned")
+            .get(name)
+            .map_or(0, Counter::get)
     }
 
     /// All counters, sorted by name.
     pub fn snapshot(&self) -> Vec<(String, u64)> {
-        self.map.lock().expect("counter registry poisoned").iter().map(|(k, v)| (k.clone(), v.get())).collect()
+        self.map
+            .lock()
+            .expect("counter registry poisoned")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.get()))
+            .collect()
     }
 }
 
@@ -65,6 +74,9 @@ mod tests {
         c.get("accepted").add(5);
         assert_eq!(c.value("drops.slow"), 2);
         assert_eq!(c.value("missing"), 0);
-        assert_eq!(c.snapshot(), vec![("accepted".to_string(), 5), ("drops.slow".to_string(), 2)]);
+        assert_eq!(
+            c.snapshot(),
+            vec![("accepted".to_string(), 5), ("drops.slow".to_string(), 2)]
+        );
     }
 }

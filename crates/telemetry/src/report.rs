@@ -83,13 +83,32 @@ mod tests {
 
     #[test]
     fn daylight_reply_has_the_reference_keys_in_order() {
-        let r = LatencyReport { fps: 59.94, clients: 2, total_frames: 10, ..Default::default() };
+        let r = LatencyReport {
+            fps: 59.94,
+            clients: 2,
+            total_frames: 10,
+            ..Default::default()
+        };
         let text = format_daylight_latency(&r);
-        let keys: Vec<&str> = text.lines().skip(1).map(|l| l.split('=').next().unwrap()).collect();
+        let keys: Vec<&str> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split('=').next().unwrap())
+            .collect();
         assert_eq!(text.lines().next(), Some("OK"));
         assert_eq!(
             &keys[..9],
-            ["fps", "grey_ms", "compress_ms", "jitter_ms", "rtt_avg_ms", "rtt_p95_ms", "clients", "total_frames", "skipped_frames"]
+            [
+                "fps",
+                "grey_ms",
+                "compress_ms",
+                "jitter_ms",
+                "rtt_avg_ms",
+                "rtt_p95_ms",
+                "clients",
+                "total_frames",
+                "skipped_frames"
+            ]
         );
         assert!(text.contains("fps=59.9\n") && text.contains("clients=2\n"));
     }

@@ -19,7 +19,12 @@ impl Default for SampleWindow {
 impl SampleWindow {
     pub fn new(cap: usize) -> Self {
         assert!(cap > 0);
-        SampleWindow { buf: Vec::with_capacity(cap), cap, next: 0, total: 0 }
+        SampleWindow {
+            buf: Vec::with_capacity(cap),
+            cap,
+            next: 0,
+            total: 0,
+        }
     }
 
     pub fn push(&mut self, v: f64) {

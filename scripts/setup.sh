@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what building and testing framewire needs, idempotently, on a fresh Debian machine:
+# a C compiler (liblz4 and zstd are built from their crates' bundled sources), a Rust toolchain
+# with rustfmt and clippy, and a Python virtualenv with pytest, lz4 and xxhash for the
+# independent Daylight client. Anything already present is left alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] || need_apt+=(cargo rustc)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+export PATH="$HOME/.cargo/bin:$PATH"
+if command -v rustup >/dev/null 2>&1; then
+  for c in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c" >/dev/null 2>&1 || true
+  done
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c 'import pytest, lz4.block, xxhash' >/dev/null 2>&1; then
+  echo "setup: installing pytest, lz4, xxhash into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check pytest lz4 xxhash
+fi
