@@ -1,27 +1,39 @@
+use framewire_codec::grey::{to_grey, to_grey_scalar, PixelOrder};
 use std::time::Instant;
 fn main() {
-    // Build two consecutive scroll-like frames: a text-ish random sparse picture shifted by 4 rows.
     let (w, h) = (1600usize, 1200usize);
-    let mut a = vec![250u8; w * h];
-    let mut x: u64 = 1;
-    for i in 0..a.len() { x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); if (x >> 60) < 3 && (i / w) % 18 > 3 && (i / w) % 18 < 15 { a[i] = 32; } }
-    let mut b = vec![250u8; w * h];
-    b[..w * (h - 4)].copy_from_slice(&a[w * 4..]);
-    let mut d = vec![0u8; w * h];
-    for _ in 0..3 {
-        let t = Instant::now(); let eq = a == b; let t_cmp = t.elapsed();
-        let t = Instant::now(); for ((o, x), y) in d.iter_mut().zip(&a).zip(&b) { *o = x ^ y; } let t_xor = t.elapsed();
-        let t = Instant::now(); let c = xxhash_rust::xxh3::xxh3_64(&b); let t_sum = t.elapsed();
-        let mut out = vec![0u8; lz4::block::compress_bound(d.len()).unwrap()];
-        for acc in [1, 2, 4, 8, 16] {
+    let src: Vec<u8> = (0..w * h * 4).map(|i| (i * 7 % 251) as u8).collect();
+    let mut dst = vec![0u8; w * h];
+    let mut big = vec![0u8; 64 << 20];
+    for round in 0..3 {
+        let mut hot = vec![];
+        let mut cold = vec![];
+        let mut sc = vec![];
+        let mut cp = vec![];
+        for _ in 0..20 {
             let t = Instant::now();
-            let n = lz4::block::compress_to_buffer(&d, Some(lz4::block::CompressionMode::FAST(acc)), false, &mut out).unwrap();
-            let tc = t.elapsed();
-            let mut back = vec![0u8; d.len()];
+            to_grey(&src, PixelOrder::Bgra, &mut dst);
+            hot.push(t.elapsed().as_secs_f64() * 1e3);
+            big.iter_mut()
+                .step_by(64)
+                .for_each(|b| *b = b.wrapping_add(1)); // evict caches
             let t = Instant::now();
-            lz4::block::decompress_to_buffer(&out[..n], Some(d.len() as i32), &mut back).unwrap();
-            println!("accel {acc}: {n} bytes, compress {:?}, decompress {:?}", tc, t.elapsed());
+            to_grey(&src, PixelOrder::Bgra, &mut dst);
+            cold.push(t.elapsed().as_secs_f64() * 1e3);
+            let t = Instant::now();
+            to_grey_scalar(&src, PixelOrder::Bgra, &mut dst);
+            sc.push(t.elapsed().as_secs_f64() * 1e3);
+            let mut c = vec![0u8; src.len()];
+            let t = Instant::now();
+            c.copy_from_slice(&src);
+            cp.push(t.elapsed().as_secs_f64() * 1e3);
         }
-        println!("cmp {t_cmp:?} xor {t_xor:?} xxh3 {t_sum:?} {eq} {c}");
+        for v in [&mut hot, &mut cold, &mut sc, &mut cp] {
+            v.sort_by(|a, b| a.total_cmp(b));
+        }
+        println!(
+            "round {round}: avx2 hot {:.3} cold {:.3} scalar {:.3} memcpy7.7MB {:.3}",
+            hot[10], cold[10], sc[10], cp[10]
+        );
     }
 }

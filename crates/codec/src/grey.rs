@@ -49,13 +49,21 @@ fn kernel(src: &[u8], dst: &mut [u8], wb0: u16, wb2: u16) {
 unsafe fn kernel_avx2(src: &[u8], dst: &mut [u8], wb0: u16, wb2: u16) {
     use std::arch::x86_64::*;
     let n = dst.len() / 32 * 32;
-    let weights = _mm256_set1_epi32(i32::from_le_bytes([wb0 as u8, (WG - 128) as u8, wb2 as u8, 0]));
+    let weights = _mm256_set1_epi32(i32::from_le_bytes([
+        wb0 as u8,
+        (WG - 128) as u8,
+        wb2 as u8,
+        0,
+    ]));
     let ones = _mm256_set1_epi16(1);
     let low_byte = _mm256_set1_epi32(0xFF);
     let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     let mut i = 0;
     while i < n {
         let p = src.as_ptr().add(i * 4) as *const __m256i;
+        // Pull lines in well ahead: the source (7.7 MB at 1600×1200) streams from L3 or DRAM.
+        _mm_prefetch::<_MM_HINT_T0>(src.as_ptr().wrapping_add(i * 4 + 1024) as *const i8);
+        _mm_prefetch::<_MM_HINT_T0>(src.as_ptr().wrapping_add(i * 4 + 1088) as *const i8);
         let mut s = [_mm256_setzero_si256(); 4];
         for (k, sk) in s.iter_mut().enumerate() {
             let px = _mm256_loadu_si256(p.add(k));
@@ -77,7 +85,11 @@ unsafe fn kernel_avx2(src: &[u8], dst: &mut [u8], wb0: u16, wb2: u16) {
 /// Converts `src` (4 bytes per pixel) into `dst` (1 byte per pixel), using AVX2 when the CPU
 /// has it. Output is identical to [`to_grey_scalar`].
 pub fn to_grey(src: &[u8], order: PixelOrder, dst: &mut [u8]) {
-    assert_eq!(src.len(), dst.len() * 4, "source must be 4 bytes per destination pixel");
+    assert_eq!(
+        src.len(),
+        dst.len() * 4,
+        "source must be 4 bytes per destination pixel"
+    );
     let (wb0, wb2) = match order {
         PixelOrder::Bgra => (WB, WR),
         PixelOrder::Rgba => (WR, WB),

@@ -1,10 +1,12 @@
 //! `framewire bench codec`: per-stage cost of the codec on every scene at every preset, with
 //! medians over many frames. Rendering the synthetic scene is not timed.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
 use framewire_capture::{Resolution, Scene, SyntheticSource, PRESETS};
+use framewire_codec::checksum::picture_checksum;
 use framewire_codec::grey::{to_grey, PixelOrder};
 use framewire_codec::{EncodedKind, HostEncoder, Picture};
 use serde::Serialize;
@@ -17,6 +19,7 @@ struct Row {
     resolution: String,
     frames: u64,
     grey_ms_p50: f64,
+    checksum_ms_p50: f64,
     delta_compress_ms_p50: f64,
     decode_apply_ms_p50: f64,
     bytes_per_frame_p50: f64,
@@ -47,19 +50,35 @@ fn bench_one(
     let mut src = SyntheticSource::new(scene, res.width, res.height);
     let mut enc = HostEncoder::new(codec, 0);
     let mut pic = Picture::new(res.width, res.height);
-    let mut grey = vec![0u8; res.pixels()];
+    let mut grey = Arc::new(vec![0u8; res.pixels()]);
+    let mut spare: Option<Arc<Vec<u8>>> = None;
     let mut out = Vec::new();
-    let (mut g, mut dc, mut da, mut bytes, mut kc) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut g, mut cs, mut dc, mut da, mut bytes, mut kc) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
     let mut unchanged = 0;
     let mut key_bytes = 0;
     for i in 0..=frames {
         let bgra = src.render(i);
+        // Reuse the buffer the encoder released (as the server's pool does): no allocation.
+        if let Some(b) = spare.take().filter(|b| Arc::strong_count(b) == 1) {
+            grey = b;
+        } else if Arc::strong_count(&grey) > 1 {
+            grey = Arc::new(vec![0u8; res.pixels()]);
+        }
         let t = Instant::now();
-        to_grey(bgra, PixelOrder::Bgra, &mut grey);
+        to_grey(
+            bgra,
+            PixelOrder::Bgra,
+            Arc::get_mut(&mut grey).context("grey buffer is shared")?,
+        );
         let grey_ms = ms(t);
         let t = Instant::now();
-        let e = enc.encode(&grey, &mut out).context("encoding")?;
+        let sum = picture_checksum(&grey);
+        let sum_ms = ms(t);
+        let t = Instant::now();
+        let (e, old) = enc.encode(grey.clone(), &mut out).context("encoding")?;
         let enc_ms = ms(t);
+        spare = old;
         let t = Instant::now();
         match e.kind {
             EncodedKind::Unchanged => {}
@@ -69,7 +88,7 @@ fn bench_one(
         pic.apply();
         let dec_ms = ms(t);
         anyhow::ensure!(
-            pic.pixels() == &grey[..],
+            pic.pixels() == &grey[..] && pic.checksum() == sum,
             "frame {i} of {} did not round-trip",
             scene.name()
         );
@@ -78,6 +97,7 @@ fn bench_one(
             continue; // the first frame is a keyframe: measured separately below
         }
         g.push(grey_ms);
+        cs.push(sum_ms);
         dc.push(enc_ms);
         da.push(dec_ms);
         bytes.push(e.payload_len as f64);
@@ -98,6 +118,7 @@ fn bench_one(
             .unwrap_or_else(|| res.to_string()),
         frames,
         grey_ms_p50: median(&mut g),
+        checksum_ms_p50: median(&mut cs),
         delta_compress_ms_p50: median(&mut dc),
         decode_apply_ms_p50: median(&mut da),
         bytes_per_frame_p50: median(&mut bytes),
@@ -157,8 +178,8 @@ pub fn run(a: BenchCodecArgs) -> anyhow::Result<()> {
             let r = bench_one(scene, res, a.frames, codec)?;
             if !a.json {
                 println!(
-                    "{:<8} {:<12} {:>8.3} {:>15.3} {:>14.3} {:>12.0} {:>12.0} {:>10} {:>12.3} {:>10}",
-                    r.scene, r.resolution, r.grey_ms_p50, r.delta_compress_ms_p50, r.decode_apply_ms_p50, r.bytes_per_frame_p50, r.bytes_per_frame_mean, r.unchanged_frames, r.keyframe_compress_ms_p50, r.keyframe_bytes
+                    "{:<8} {:<12} {:>8.3} {:>8.3} {:>15.3} {:>14.3} {:>12.0} {:>12.0} {:>10} {:>12.3} {:>10}",
+                    r.scene, r.resolution, r.grey_ms_p50, r.checksum_ms_p50, r.delta_compress_ms_p50, r.decode_apply_ms_p50, r.bytes_per_frame_p50, r.bytes_per_frame_mean, r.unchanged_frames, r.keyframe_compress_ms_p50, r.keyframe_bytes
                 );
             }
             rows.push(r);

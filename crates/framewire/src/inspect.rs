@@ -31,6 +31,7 @@ pub fn render_report(r: &LatencyReport) -> String {
         ),
         "host:".into(),
         stage("grey", &r.grey),
+        stage("checksum", &r.checksum),
         stage("delta+compress", &r.delta_compress),
         stage("keyframe", &r.keyframe_compress),
         stage("send", &r.send),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use framewire_capture::{FrameSource, SyntheticSource};
+use framewire_codec::checksum::picture_checksum;
 use framewire_codec::grey::{to_grey, PixelOrder};
 use framewire_codec::{EncodedKind, HostEncoder};
 use tracing::{info, warn};
@@ -114,8 +115,15 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             Arc::get_mut(&mut grey).expect("fresh buffer"),
         );
         let t1 = now_us();
-        let enc = match encoder.encode(&grey, &mut payload) {
-            Ok(e) => e,
+        let checksum = picture_checksum(&grey);
+        let t_sum = now_us();
+        let enc = match encoder.encode(grey.clone(), &mut payload) {
+            Ok((e, old)) => {
+                if let Some(old) = old {
+                    pool.give(old);
+                }
+                e
+            }
             Err(e) => {
                 shared.counters.inc("encode_errors");
                 warn!(error = %e, "encode failed");
@@ -142,9 +150,10 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
         {
             let mut st = lock(&shared.pipeline);
             st.grey_us.push((t1 - t0) as f64);
+            st.checksum_us.push((t_sum - t1) as f64);
             match enc.kind {
-                EncodedKind::Delta => st.delta_us.push((t2 - t1) as f64),
-                EncodedKind::Keyframe(_) => st.keyframe_us.push((t2 - t1) as f64),
+                EncodedKind::Delta => st.delta_us.push((t2 - t_sum) as f64),
+                EncodedKind::Keyframe(_) => st.keyframe_us.push((t2 - t_sum) as f64),
                 EncodedKind::Unchanged => {}
             }
             if let Some(prev) = last_capture {
@@ -161,15 +170,14 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             capture_us,
             cw,
             ch,
-            grey.clone(),
-            enc.checksum,
+            grey,
+            checksum,
             content_id,
             cfg.codec,
             out_payload,
             delta_base,
             keyframe,
         );
-        pool.give(grey);
         shared.frames.send_replace(Some(Arc::new(frame)));
         seq += 1;
     }

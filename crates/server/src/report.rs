@@ -52,6 +52,7 @@ pub(crate) fn build_report(shared: &Shared) -> LatencyReport {
         fps,
         jitter_ms: p.interval_jitter_us.avg().unwrap_or(0.0) / 1000.0,
         grey: StageSummary::from_us(&p.grey_us),
+        checksum: StageSummary::from_us(&p.checksum_us),
         delta_compress: StageSummary::from_us(&p.delta_us),
         keyframe_compress: StageSummary::from_us(&p.keyframe_us),
         send: StageSummary::from_us(&lock(&shared.send_us)),

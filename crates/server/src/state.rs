@@ -35,6 +35,7 @@ pub struct Settings {
 #[derive(Debug, Default)]
 pub struct PipelineStats {
     pub grey_us: SampleWindow,
+    pub checksum_us: SampleWindow,
     pub delta_us: SampleWindow,
     pub keyframe_us: SampleWindow,
     pub interval_jitter_us: SampleWindow,

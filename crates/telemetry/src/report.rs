@@ -36,6 +36,8 @@ pub struct LatencyReport {
     pub fps: f64,
     pub jitter_ms: f64,
     pub grey: StageSummary,
+    /// xxh3 of the grey picture (carried in every v1 frame).
+    pub checksum: StageSummary,
     pub delta_compress: StageSummary,
     pub keyframe_compress: StageSummary,
     pub send: StageSummary,
