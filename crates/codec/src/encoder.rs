@@ -5,6 +5,9 @@ use std::sync::Arc;
 use crate::block::{BlockCodec, CodecError};
 use crate::delta::xor_into;
 
+/// A grey picture shared between the encoder (as its reference) and the frames that carry it.
+pub type SharedPicture = Arc<Vec<u8>>;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyframeReason {
     /// The first frame, or the picture size changed.
@@ -78,7 +81,7 @@ impl HostEncoder {
         &mut self,
         cur: Arc<Vec<u8>>,
         out: &mut Vec<u8>,
-    ) -> Result<(Encoded, Option<Arc<Vec<u8>>>), CodecError> {
+    ) -> Result<(Encoded, Option<SharedPicture>), CodecError> {
         let prev = self.prev.as_deref().filter(|p| p.len() == cur.len());
         let reason = match prev {
             None => Some(KeyframeReason::First),

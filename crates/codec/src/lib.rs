@@ -13,5 +13,5 @@ pub mod grey;
 mod picture;
 
 pub use block::{BlockCodec, CodecError};
-pub use encoder::{Encoded, EncodedKind, HostEncoder, KeyframeReason};
+pub use encoder::{Encoded, EncodedKind, HostEncoder, KeyframeReason, SharedPicture};
 pub use picture::{ApplyError, Picture};
