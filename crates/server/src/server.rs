@@ -218,6 +218,63 @@ fn unregister(ctx: &Ctx, v: &ViewerShared) {
     );
 }
 
+/// Why a hello was refused: the counter suffix, the goodbye code and the reason sent.
+#[derive(Debug, PartialEq)]
+struct Refusal {
+    counter: &'static str,
+    code: u16,
+    reason: String,
+}
+
+/// The handshake rules, in the order a user would want to hear about them.
+fn check_hello(
+    version: u16,
+    role: Role,
+    token: &str,
+    stream: &str,
+    required: Option<&str>,
+) -> Result<(), Refusal> {
+    let refuse = |counter, code, reason: String| {
+        Err(Refusal {
+            counter,
+            code,
+            reason,
+        })
+    };
+    if version != v1::VERSION {
+        return refuse(
+            "version",
+            goodbye::UNSUPPORTED_VERSION,
+            format!(
+                "protocol version {version} not supported; this server speaks {}",
+                v1::VERSION
+            ),
+        );
+    }
+    if required.is_some_and(|t| !token_matches(token, t)) {
+        return refuse(
+            "token",
+            goodbye::UNAUTHORIZED,
+            "wrong or missing token".into(),
+        );
+    }
+    if role != Role::Viewer {
+        return refuse(
+            "role",
+            goodbye::PROTOCOL_ERROR,
+            format!("role {role:?} is not served on this port"),
+        );
+    }
+    if !(stream.is_empty() || stream == "screen") {
+        return refuse(
+            "stream",
+            goodbye::NO_SUCH_STREAM,
+            format!("no stream named {stream:?}; this server has \"screen\""),
+        );
+    }
+    Ok(())
+}
+
 /// Constant-time comparison, so a token cannot be guessed byte by byte from response times.
 fn token_matches(given: &str, expected: &str) -> bool {
     let (a, b) = (given.as_bytes(), expected.as_bytes());
@@ -289,47 +346,12 @@ async fn serve_v1(mut sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::R
             .await;
         }
     };
-    if version != v1::VERSION {
-        shared.counters.inc("handshake_rejected.version");
-        return goodbye_and_close(
-            &mut sock,
-            goodbye::UNSUPPORTED_VERSION,
-            format!(
-                "protocol version {version} not supported; this server speaks {}",
-                v1::VERSION
-            ),
-        )
-        .await;
-    }
-    if let Some(expected) = &ctx.cfg.token {
-        if !token_matches(&token, expected) {
-            shared.counters.inc("handshake_rejected.token");
-            warn!(%peer, "viewer rejected: wrong or missing token");
-            return goodbye_and_close(
-                &mut sock,
-                goodbye::UNAUTHORIZED,
-                "wrong or missing token".into(),
-            )
-            .await;
-        }
-    }
-    if role != Role::Viewer {
-        shared.counters.inc("handshake_rejected.role");
-        return goodbye_and_close(
-            &mut sock,
-            goodbye::PROTOCOL_ERROR,
-            format!("role {role:?} is not served on this port"),
-        )
-        .await;
-    }
-    if !(stream.is_empty() || stream == "screen") {
-        shared.counters.inc("handshake_rejected.stream");
-        return goodbye_and_close(
-            &mut sock,
-            goodbye::NO_SUCH_STREAM,
-            format!("no stream named {stream:?}; this server has \"screen\""),
-        )
-        .await;
+    if let Err(r) = check_hello(version, role, &token, &stream, ctx.cfg.token.as_deref()) {
+        shared
+            .counters
+            .inc(&format!("handshake_rejected.{}", r.counter));
+        warn!(%peer, reason = %r.reason, "viewer refused");
+        return goodbye_and_close(&mut sock, r.code, r.reason).await;
     }
     let viewer = register(ctx, Protocol::V1, peer);
     sock.write_all(
@@ -398,6 +420,37 @@ async fn serve_daylight(sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hello_rules() {
+        assert_eq!(check_hello(1, Role::Viewer, "", "", None), Ok(()));
+        assert_eq!(
+            check_hello(1, Role::Viewer, "t", "screen", Some("t")),
+            Ok(())
+        );
+        assert_eq!(
+            check_hello(2, Role::Viewer, "", "", None).unwrap_err().code,
+            goodbye::UNSUPPORTED_VERSION
+        );
+        assert_eq!(
+            check_hello(1, Role::Viewer, "x", "", Some("t"))
+                .unwrap_err()
+                .counter,
+            "token"
+        );
+        assert_eq!(
+            check_hello(1, Role::Publisher, "", "", None)
+                .unwrap_err()
+                .counter,
+            "role"
+        );
+        assert_eq!(
+            check_hello(1, Role::Viewer, "", "cam", None)
+                .unwrap_err()
+                .code,
+            goodbye::NO_SUCH_STREAM
+        );
+    }
 
     #[test]
     fn token_comparison() {
