@@ -280,30 +280,19 @@ async fn run_v1(
                             }
                         }
                     }
-                    let applied = now_us();
-                    Packet::Ack {
+                    let kind = if h.keyframe { Kind::Key } else { Kind::Delta };
+                    let done = Done {
                         seq: h.seq,
+                        capture_us: h.capture_us,
                         status,
-                        recv_us: now,
-                        decoded_us: t0,
-                        applied_us: applied,
-                    }
-                    .encode(&mut out);
-                    sock.write_all(&out).await?;
+                        recv_at: now,
+                        decoded_at: t0,
+                        recv_us: recv,
+                        bytes: payload.len(),
+                        kind,
+                    };
+                    ack_and_record(&mut sock, &mut out, &stats, &offset, done).await?;
                     frames += 1;
-                    {
-                        let mut s = lock(&stats);
-                        record(&mut s, h.seq, recv, applied - t0, payload.len(), status);
-                        if h.keyframe {
-                            s.keyframes += 1
-                        } else {
-                            s.deltas += 1
-                        }
-                        if let Some(local_capture) = offset.to_local(h.capture_us) {
-                            s.e2e_us.push(applied.saturating_sub(local_capture) as f64);
-                        }
-                        s.applied_at.push(applied as f64);
-                    }
                     let ev = FrameEvent {
                         seq: h.seq,
                         keyframe: h.keyframe,
@@ -328,26 +317,18 @@ async fn run_v1(
                     } else {
                         AckStatus::ChecksumMismatch
                     };
-                    let applied = now_us();
-                    Packet::Ack {
+                    let done = Done {
                         seq,
+                        capture_us,
                         status,
-                        recv_us: now,
-                        decoded_us: now,
-                        applied_us: applied,
-                    }
-                    .encode(&mut out);
-                    sock.write_all(&out).await?;
+                        recv_at: now,
+                        decoded_at: now,
+                        recv_us: recv,
+                        bytes: 0,
+                        kind: Kind::Unchanged,
+                    };
+                    ack_and_record(&mut sock, &mut out, &stats, &offset, done).await?;
                     frames += 1;
-                    {
-                        let mut s = lock(&stats);
-                        record(&mut s, seq, recv, applied - now, 0, status);
-                        s.unchanged += 1;
-                        if let Some(lc) = offset.to_local(capture_us) {
-                            s.e2e_us.push(applied.saturating_sub(lc) as f64);
-                        }
-                        s.applied_at.push(applied as f64);
-                    }
                     let ev = FrameEvent {
                         seq,
                         keyframe: false,
@@ -414,6 +395,65 @@ async fn run_v1(
         }
         rc.bytes_arrived(now_us());
     }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Key,
+    Delta,
+    Unchanged,
+}
+
+/// A v1 frame or unchanged packet that has been handled, ready to be ACKed and counted.
+struct Done {
+    seq: u64,
+    capture_us: u64,
+    status: AckStatus,
+    recv_at: u64,
+    decoded_at: u64,
+    recv_us: u64,
+    bytes: usize,
+    kind: Kind,
+}
+
+/// Sends the ACK (after applying, so the host's RTT includes the apply) and updates the stats.
+async fn ack_and_record(
+    sock: &mut TcpStream,
+    out: &mut BytesMut,
+    stats: &Mutex<ViewerStats>,
+    offset: &ClockOffset,
+    d: Done,
+) -> std::io::Result<()> {
+    let applied = now_us();
+    out.clear();
+    Packet::Ack {
+        seq: d.seq,
+        status: d.status,
+        recv_us: d.recv_at,
+        decoded_us: d.decoded_at,
+        applied_us: applied,
+    }
+    .encode(out);
+    sock.write_all(out).await?;
+    let mut s = lock(stats);
+    record(
+        &mut s,
+        d.seq,
+        d.recv_us,
+        applied - d.decoded_at,
+        d.bytes,
+        d.status,
+    );
+    match d.kind {
+        Kind::Key => s.keyframes += 1,
+        Kind::Delta => s.deltas += 1,
+        Kind::Unchanged => s.unchanged += 1,
+    }
+    if let Some(local_capture) = offset.to_local(d.capture_us) {
+        s.e2e_us.push(applied.saturating_sub(local_capture) as f64);
+    }
+    s.applied_at.push(applied as f64);
+    Ok(())
 }
 
 fn record(s: &mut ViewerStats, seq: u64, recv: u64, total: u64, bytes: usize, status: AckStatus) {
