@@ -30,6 +30,8 @@ VECTORS = {
     "v1_stream_desc": v1(0x03, struct.pack("<IIBB", 1600, 1200, 1, 1) + s8("screen")),
     # payload: an LZ4 block of 16 literal bytes 0..15 (token 0xF0, extra length 1)
     "v1_frame": v1(0x10, struct.pack("<QQBBQI", 42, 123456789, 1, 1, 0xDEADBEEFCAFEF00D, 16) + bytes([0xF0, 0x01]) + bytes(range(16))),
+    # a row delta: dy -1, one range (row 3, 1 row), then the same 16-literal LZ4 block
+    "v1_frame_rows": v1(0x10, struct.pack("<QQBBQI", 44, 123490123, 2, 1, 0x0123456789ABCDEF, 16) + struct.pack("<iIII", -1, 1, 3, 1) + bytes([0xF0, 0x01]) + bytes(range(16))),
     "v1_unchanged": v1(0x11, struct.pack("<QQQ", 43, 123473456, 0xDEADBEEFCAFEF00D)),
     "v1_ack": v1(0x20, struct.pack("<QBQQQ", 42, 0, 1000, 1200, 1300)),
     "v1_keyframe_request": v1(0x21, struct.pack("<B", 2)),

@@ -24,6 +24,8 @@ pub enum EncodedKind {
     Keyframe(KeyframeReason),
     /// `payload` decodes to this picture XOR the previous one.
     Delta,
+    /// `payload` is a row delta (see [`crate::rows`]): a shift and the rows that differ.
+    RowDelta,
     /// The picture equals the previous one; there is no payload. Never compressed: an all-zero
     /// 2 MB LZ4 block still costs ≈8 KB and a full decode at the viewer.
     Unchanged,
@@ -46,6 +48,8 @@ pub struct HostEncoder {
     /// The previous picture, shared rather than copied (a copy costs ~0.2 ms at 1600×1200).
     prev: Option<Arc<Vec<u8>>>,
     delta: Vec<u8>,
+    prev_rows: Vec<u64>,
+    cur_rows: Vec<u64>,
     changed_since_key: u32,
     key_requested: bool,
 }
@@ -57,6 +61,8 @@ impl HostEncoder {
             keyframe_interval,
             prev: None,
             delta: Vec::new(),
+            prev_rows: Vec::new(),
+            cur_rows: Vec::new(),
             changed_since_key: 0,
             key_requested: false,
         }
@@ -82,13 +88,38 @@ impl HostEncoder {
         cur: Arc<Vec<u8>>,
         out: &mut Vec<u8>,
     ) -> Result<(Encoded, Option<SharedPicture>), CodecError> {
+        self.encode_with(cur, None, out)
+    }
+
+    /// As [`HostEncoder::encode`]; with `row_width`, deltas are row deltas of rows that wide.
+    pub fn encode_with(
+        &mut self,
+        cur: Arc<Vec<u8>>,
+        row_width: Option<usize>,
+        out: &mut Vec<u8>,
+    ) -> Result<(Encoded, Option<SharedPicture>), CodecError> {
+        let row_width = row_width.filter(|&w| w > 0 && cur.len().is_multiple_of(w));
+        if let Some(w) = row_width {
+            crate::rows::row_hashes(&cur, w, &mut self.cur_rows);
+        }
         let prev = self.prev.as_deref().filter(|p| p.len() == cur.len());
         let reason = match prev {
             None => Some(KeyframeReason::First),
             Some(_) if self.key_requested => Some(KeyframeReason::Requested),
             Some(_) => None,
         };
-        if reason.is_none() && prev.is_some_and(|p| p[..] == cur[..]) {
+        let row_plan = match (row_width, reason, prev) {
+            (Some(_), None, Some(_)) if self.prev_rows.len() == self.cur_rows.len() => {
+                Some(crate::rows::plan(&self.prev_rows, &self.cur_rows))
+            }
+            _ => None,
+        };
+        std::mem::swap(&mut self.prev_rows, &mut self.cur_rows);
+        let unchanged = match &row_plan {
+            Some(p) => p.is_unchanged(),
+            None => reason.is_none() && prev.is_some_and(|p| p[..] == cur[..]),
+        };
+        if unchanged {
             out.clear();
             // Keep the old buffer as the reference (same content): nothing to swap.
             return Ok((
@@ -105,6 +136,14 @@ impl HostEncoder {
                 .then_some(KeyframeReason::Interval)
         });
         let kind = match (reason, prev) {
+            (None, Some(prev)) if row_plan.is_some() => {
+                let (plan, w) = (
+                    row_plan.as_ref().expect("checked"),
+                    row_width.expect("planned with a width"),
+                );
+                crate::rows::encode(prev, &cur, w, plan, self.codec, &mut self.delta, out)?;
+                EncodedKind::RowDelta
+            }
             (None, Some(prev)) => {
                 self.delta.resize(cur.len(), 0);
                 xor_into(prev, &cur, &mut self.delta);
@@ -180,20 +219,37 @@ mod tests {
         /// Any sequence of pictures, encoded and applied in order, reconstructs every picture
         /// exactly and every checksum matches.
         #[test]
-        fn encode_apply_roundtrip(frames in proptest::collection::vec(proptest::collection::vec(0u8..4, 48), 1..12), interval in 0u32..4, zstd in any::<bool>()) {
+        fn encode_apply_roundtrip(
+            frames in proptest::collection::vec(proptest::collection::vec(0u8..4, 48), 1..12),
+            interval in 0u32..4,
+            zstd in any::<bool>(),
+            rows in any::<bool>(),
+            shifts in proptest::collection::vec(-3i32..3, 12),
+        ) {
             let codec = if zstd { BlockCodec::Zstd(1) } else { BlockCodec::Lz4 };
             let mut e = HostEncoder::new(codec, interval);
             let mut pic = Picture::new(8, 6);
             let mut out = Vec::new();
-            for f in &frames {
-                let enc = e.encode_slice(f, &mut out).unwrap();
+            let mut prev: Option<Vec<u8>> = None;
+            for (f, dy) in frames.iter().zip(shifts) {
+                // Half the time the next picture is the previous one scrolled, then edited.
+                let mut f = f.clone();
+                if let (Some(p), true) = (&prev, dy != 0) {
+                    let mut s = p.clone();
+                    crate::rows::shift_rows(&mut s, 8, dy);
+                    s[..8].copy_from_slice(&f[..8]);
+                    f = s;
+                }
+                let (enc, _) = e.encode_with(Arc::new(f.clone()), rows.then_some(8), &mut out).unwrap();
                 match enc.kind {
                     EncodedKind::Unchanged => {}
                     EncodedKind::Keyframe(_) => { pic.decode(true, codec, &out).unwrap(); pic.apply(); }
-                    EncodedKind::Delta => { pic.decode(false, codec, &out).unwrap(); pic.apply(); }
+                    EncodedKind::Delta => { prop_assert!(!rows); pic.decode(false, codec, &out).unwrap(); pic.apply(); }
+                    EncodedKind::RowDelta => { prop_assert!(rows); pic.decode_rows(codec, &out).unwrap(); pic.apply(); }
                 }
                 prop_assert_eq!(pic.pixels(), &f[..]);
-                prop_assert_eq!(pic.checksum(), crate::checksum::picture_checksum(f));
+                prop_assert_eq!(pic.checksum(), crate::checksum::picture_checksum(&f));
+                prev = Some(f);
             }
         }
     }

@@ -11,6 +11,7 @@ pub mod delta;
 mod encoder;
 pub mod grey;
 mod picture;
+pub mod rows;
 
 pub use block::{BlockCodec, CodecError};
 pub use encoder::{Encoded, EncodedKind, HostEncoder, KeyframeReason, SharedPicture};

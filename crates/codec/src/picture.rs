@@ -22,7 +22,13 @@ pub struct Picture {
     pixels: Vec<u8>,
     scratch: Vec<u8>,
     valid: bool,
-    pending_delta: bool,
+    pending: Pending,
+}
+
+enum Pending {
+    Nothing,
+    Delta,
+    Rows(crate::rows::RowPlan, usize),
 }
 
 impl Picture {
@@ -34,7 +40,7 @@ impl Picture {
             pixels: vec![0; n],
             scratch: vec![0; n],
             valid: false,
-            pending_delta: false,
+            pending: Pending::Nothing,
         }
     }
 
@@ -72,7 +78,7 @@ impl Picture {
         codec: BlockCodec,
         payload: &[u8],
     ) -> Result<(), ApplyError> {
-        self.pending_delta = false;
+        self.pending = Pending::Nothing;
         if keyframe {
             let r = codec.decompress(payload, &mut self.pixels);
             self.valid = r.is_ok();
@@ -86,15 +92,47 @@ impl Picture {
                 self.valid = false;
                 return Err(e.into());
             }
-            self.pending_delta = true;
+            self.pending = Pending::Delta;
         }
         Ok(())
     }
 
+    /// Decompresses a row delta (see [`crate::rows`]); [`Picture::apply`] shifts and XORs.
+    pub fn decode_rows(&mut self, codec: BlockCodec, payload: &[u8]) -> Result<(), ApplyError> {
+        self.pending = Pending::Nothing;
+        if !self.valid {
+            return Err(ApplyError::NoReference);
+        }
+        let w = self.width as usize;
+        let r = crate::rows::parse_header(payload, self.height as usize).and_then(|h| {
+            let n = h.plan.rows() * w;
+            codec
+                .decompress(&payload[h.data_offset..], &mut self.scratch[..n])
+                .map(|()| (h.plan, n))
+        });
+        match r {
+            Ok((plan, n)) => {
+                self.pending = Pending::Rows(plan, n);
+                Ok(())
+            }
+            Err(e) => {
+                self.valid = false;
+                Err(e.into())
+            }
+        }
+    }
+
     /// Applies the delta decoded by the last [`Picture::decode`] (nothing for a keyframe).
     pub fn apply(&mut self) {
-        if std::mem::take(&mut self.pending_delta) {
-            xor_in_place(&mut self.pixels, &self.scratch);
+        match std::mem::replace(&mut self.pending, Pending::Nothing) {
+            Pending::Nothing => {}
+            Pending::Delta => xor_in_place(&mut self.pixels, &self.scratch),
+            Pending::Rows(plan, n) => crate::rows::apply(
+                &mut self.pixels,
+                self.width as usize,
+                &plan,
+                &self.scratch[..n],
+            ),
         }
     }
 

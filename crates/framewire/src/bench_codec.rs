@@ -8,7 +8,7 @@ use anyhow::Context;
 use framewire_capture::{Resolution, Scene, SyntheticSource, PRESETS};
 use framewire_codec::checksum::picture_checksum;
 use framewire_codec::grey::{to_grey, to_grey_scalar, PixelOrder};
-use framewire_codec::{EncodedKind, HostEncoder, Picture};
+use framewire_codec::{BlockCodec, EncodedKind, HostEncoder, Picture};
 use serde::Serialize;
 
 use crate::cli::BenchCodecArgs;
@@ -20,13 +20,21 @@ struct Row {
     frames: u64,
     grey_ms_p50: f64,
     checksum_ms_p50: f64,
+    /// framewire v1: row deltas (shift + changed rows).
+    rows: PathResult,
+    /// Daylight-compatible: full-frame XOR deltas.
+    full: PathResult,
+    unchanged_frames: u64,
+    keyframe_compress_ms_p50: f64,
+    keyframe_bytes: usize,
+}
+
+#[derive(Serialize)]
+struct PathResult {
     delta_compress_ms_p50: f64,
     decode_apply_ms_p50: f64,
     bytes_per_frame_p50: f64,
     bytes_per_frame_mean: f64,
-    unchanged_frames: u64,
-    keyframe_compress_ms_p50: f64,
-    keyframe_bytes: usize,
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -41,30 +49,89 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
-fn bench_one(
-    scene: Scene,
-    res: Resolution,
-    frames: u64,
-    codec: framewire_codec::BlockCodec,
-) -> anyhow::Result<Row> {
+/// One way of encoding the same pictures, with its own viewer-side picture.
+struct Path {
+    enc: HostEncoder,
+    pic: Picture,
+    row_width: Option<usize>,
+    codec: BlockCodec,
+    out: Vec<u8>,
+    enc_ms: Vec<f64>,
+    dec_ms: Vec<f64>,
+    bytes: Vec<f64>,
+}
+
+impl Path {
+    fn new(codec: BlockCodec, res: Resolution, rows: bool) -> Path {
+        Path {
+            enc: HostEncoder::new(codec, 0),
+            pic: Picture::new(res.width, res.height),
+            row_width: rows.then_some(res.width as usize),
+            codec,
+            out: Vec::new(),
+            enc_ms: vec![],
+            dec_ms: vec![],
+            bytes: vec![],
+        }
+    }
+
+    /// Encodes, decodes and checks one picture; returns its kind.
+    fn step(&mut self, grey: &Arc<Vec<u8>>, sum: u64, record: bool) -> anyhow::Result<EncodedKind> {
+        let t = Instant::now();
+        let (e, _) = self
+            .enc
+            .encode_with(grey.clone(), self.row_width, &mut self.out)
+            .context("encoding")?;
+        let enc_ms = ms(t);
+        let t = Instant::now();
+        match e.kind {
+            EncodedKind::Unchanged => {}
+            EncodedKind::Keyframe(_) => self.pic.decode(true, self.codec, &self.out)?,
+            EncodedKind::Delta => self.pic.decode(false, self.codec, &self.out)?,
+            EncodedKind::RowDelta => self.pic.decode_rows(self.codec, &self.out)?,
+        }
+        self.pic.apply();
+        let dec_ms = ms(t);
+        anyhow::ensure!(
+            self.pic.pixels() == &grey[..] && self.pic.checksum() == sum,
+            "a frame did not round-trip"
+        );
+        if record && e.kind != EncodedKind::Unchanged {
+            self.enc_ms.push(enc_ms);
+            self.dec_ms.push(dec_ms);
+        }
+        if record {
+            self.bytes.push(e.payload_len as f64);
+        }
+        Ok(e.kind)
+    }
+
+    fn result(mut self) -> PathResult {
+        let mean = self.bytes.iter().sum::<f64>() / self.bytes.len().max(1) as f64;
+        PathResult {
+            delta_compress_ms_p50: median(&mut self.enc_ms),
+            decode_apply_ms_p50: median(&mut self.dec_ms),
+            bytes_per_frame_p50: median(&mut self.bytes),
+            bytes_per_frame_mean: mean,
+        }
+    }
+}
+
+fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: BlockCodec) -> anyhow::Result<Row> {
     let mut src = SyntheticSource::new(scene, res.width, res.height);
-    let mut enc = HostEncoder::new(codec, 0);
-    let mut pic = Picture::new(res.width, res.height);
-    let mut grey = Arc::new(vec![0u8; res.pixels()]);
-    let mut spare: Option<Arc<Vec<u8>>> = None;
-    let mut out = Vec::new();
-    let (mut g, mut cs, mut dc, mut da, mut bytes, mut kc) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut rows, mut full) = (Path::new(codec, res, true), Path::new(codec, res, false));
+    // Grey buffers are recycled once neither encoder holds them (as the server's pool does),
+    // so no frame pays for fresh pages.
+    let mut pool: Vec<Arc<Vec<u8>>> = Vec::new();
+    let (mut g, mut cs, mut kc) = (vec![], vec![], vec![]);
     let mut unchanged = 0;
     let mut key_bytes = 0;
     for i in 0..=frames {
         let bgra = src.render(i);
-        // Reuse the buffer the encoder released (as the server's pool does): no allocation.
-        if let Some(b) = spare.take().filter(|b| Arc::strong_count(b) == 1) {
-            grey = b;
-        } else if Arc::strong_count(&grey) > 1 {
-            grey = Arc::new(vec![0u8; res.pixels()]);
-        }
+        let mut grey = match pool.iter().position(|b| Arc::strong_count(b) == 1) {
+            Some(k) => pool.swap_remove(k),
+            None => Arc::new(vec![0u8; res.pixels()]),
+        };
         let t = Instant::now();
         to_grey(
             bgra,
@@ -75,43 +142,31 @@ fn bench_one(
         let t = Instant::now();
         let sum = picture_checksum(&grey);
         let sum_ms = ms(t);
-        let t = Instant::now();
-        let (e, old) = enc.encode(grey.clone(), &mut out).context("encoding")?;
-        let enc_ms = ms(t);
-        spare = old;
-        let t = Instant::now();
-        match e.kind {
-            EncodedKind::Unchanged => {}
-            EncodedKind::Keyframe(_) => pic.decode(true, codec, &out)?,
-            EncodedKind::Delta => pic.decode(false, codec, &out)?,
-        }
-        pic.apply();
-        let dec_ms = ms(t);
-        anyhow::ensure!(
-            pic.pixels() == &grey[..] && pic.checksum() == sum,
-            "frame {i} of {} did not round-trip",
-            scene.name()
-        );
+        let record = i > 0; // the first frame is a keyframe: measured separately below
+                            // Alternate which path goes first so neither always finds the picture in cache.
+        let kind = if i % 2 == 0 {
+            full.step(&grey, sum, record)?;
+            rows.step(&grey, sum, record)?
+        } else {
+            let k = rows.step(&grey, sum, record)?;
+            full.step(&grey, sum, record)?;
+            k
+        };
         if i == 0 {
-            key_bytes = e.payload_len;
-            continue; // the first frame is a keyframe: measured separately below
+            key_bytes = rows.out.len();
+        } else {
+            g.push(grey_ms);
+            cs.push(sum_ms);
+            unchanged += (kind == EncodedKind::Unchanged) as u64;
+            if i % 10 == 0 {
+                let mut k = Vec::new();
+                let t = Instant::now();
+                codec.compress(&grey, &mut k)?;
+                kc.push(ms(t));
+            }
         }
-        g.push(grey_ms);
-        cs.push(sum_ms);
-        if e.kind != EncodedKind::Unchanged {
-            dc.push(enc_ms);
-            da.push(dec_ms);
-        }
-        bytes.push(e.payload_len as f64);
-        unchanged += (e.kind == EncodedKind::Unchanged) as u64;
-        if i % 10 == 0 {
-            let mut k = Vec::new();
-            let t = Instant::now();
-            codec.compress(&grey, &mut k)?;
-            kc.push(ms(t));
-        }
+        pool.push(grey);
     }
-    let mean = bytes.iter().sum::<f64>() / bytes.len().max(1) as f64;
     Ok(Row {
         scene: scene.name().into(),
         resolution: res
@@ -121,10 +176,8 @@ fn bench_one(
         frames,
         grey_ms_p50: median(&mut g),
         checksum_ms_p50: median(&mut cs),
-        delta_compress_ms_p50: median(&mut dc),
-        decode_apply_ms_p50: median(&mut da),
-        bytes_per_frame_p50: median(&mut bytes),
-        bytes_per_frame_mean: mean,
+        rows: rows.result(),
+        full: full.result(),
         unchanged_frames: unchanged,
         keyframe_compress_ms_p50: median(&mut kc),
         keyframe_bytes: key_bytes,
@@ -161,20 +214,23 @@ pub fn run(a: BenchCodecArgs) -> anyhow::Result<()> {
             codec.name(),
             a.frames
         );
-        println!("(delta+comp and dec+apply: medians over frames that changed; unchanged frames cost a compare only)");
+        println!("(enc = compare + delta + compress, dec = decompress + apply: medians over frames that changed;");
+        println!(" rows = framewire v1 row deltas, full = full-frame XOR deltas as the Daylight protocol carries)");
         println!(
-            "{:<8} {:<12} {:>8} {:>8} {:>14} {:>13} {:>10} {:>10} {:>10} {:>12} {:>10}",
+            "{:<7} {:<12} {:>7} {:>7} | {:>8} {:>8} {:>9} | {:>8} {:>8} {:>9} | {:>5} {:>8} {:>9}",
             "scene",
             "resolution",
-            "grey ms",
-            "xxh3 ms",
-            "delta+comp ms",
-            "dec+apply ms",
-            "bytes p50",
-            "bytes mean",
-            "unchanged",
-            "key comp ms",
-            "key bytes"
+            "grey",
+            "xxh3",
+            "rows enc",
+            "rows dec",
+            "rows B",
+            "full enc",
+            "full dec",
+            "full B",
+            "same",
+            "key enc",
+            "key B"
         );
     }
     for &res in &resolutions {
@@ -182,8 +238,20 @@ pub fn run(a: BenchCodecArgs) -> anyhow::Result<()> {
             let r = bench_one(scene, res, a.frames, codec)?;
             if !a.json {
                 println!(
-                    "{:<8} {:<12} {:>8.3} {:>8.3} {:>14.3} {:>13.3} {:>10.0} {:>10.0} {:>10} {:>12.3} {:>10}",
-                    r.scene, r.resolution, r.grey_ms_p50, r.checksum_ms_p50, r.delta_compress_ms_p50, r.decode_apply_ms_p50, r.bytes_per_frame_p50, r.bytes_per_frame_mean, r.unchanged_frames, r.keyframe_compress_ms_p50, r.keyframe_bytes
+                    "{:<7} {:<12} {:>7.3} {:>7.3} | {:>8.3} {:>8.3} {:>9.0} | {:>8.3} {:>8.3} {:>9.0} | {:>5} {:>8.3} {:>9}",
+                    r.scene,
+                    r.resolution,
+                    r.grey_ms_p50,
+                    r.checksum_ms_p50,
+                    r.rows.delta_compress_ms_p50,
+                    r.rows.decode_apply_ms_p50,
+                    r.rows.bytes_per_frame_mean,
+                    r.full.delta_compress_ms_p50,
+                    r.full.decode_apply_ms_p50,
+                    r.full.bytes_per_frame_mean,
+                    r.unchanged_frames,
+                    r.keyframe_compress_ms_p50,
+                    r.keyframe_bytes
                 );
             }
             rows.push(r);

@@ -81,6 +81,8 @@ impl Codec {
 }
 
 pub const FRAME_FLAG_KEYFRAME: u8 = 0x01;
+/// The payload is a row delta (a shift and the rows that differ), not a full-frame delta.
+pub const FRAME_FLAG_ROWS: u8 = 0x02;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -119,6 +121,8 @@ pub struct FrameHeader {
     pub seq: u64,
     pub capture_us: u64,
     pub keyframe: bool,
+    /// The payload is a row delta; `raw_len` is then the row data's decoded size.
+    pub rows: bool,
     pub codec: Codec,
     /// xxh3-64 of the picture after this frame is applied.
     pub checksum: u64,
@@ -221,7 +225,9 @@ pub fn frame_prefix(h: &FrameHeader, payload_len: usize) -> [u8; HEADER_LEN + FR
     put_header(&mut b, kind::FRAME, FRAME_FIELDS_LEN + payload_len);
     b.put_u64_le(h.seq);
     b.put_u64_le(h.capture_us);
-    b.put_u8(if h.keyframe { FRAME_FLAG_KEYFRAME } else { 0 });
+    b.put_u8(
+        if h.keyframe { FRAME_FLAG_KEYFRAME } else { 0 } | if h.rows { FRAME_FLAG_ROWS } else { 0 },
+    );
     b.put_u8(h.codec as u8);
     b.put_u64_le(h.checksum);
     b.put_u32_le(h.raw_len);
@@ -442,10 +448,19 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
             let checksum = r.u64()?;
             let raw_len = r.u32()?;
             body.advance(FRAME_FIELDS_LEN);
+            if flags & !(FRAME_FLAG_KEYFRAME | FRAME_FLAG_ROWS) != 0
+                || flags == FRAME_FLAG_KEYFRAME | FRAME_FLAG_ROWS
+            {
+                return Err(ProtoError::InvalidField {
+                    field: "frame.flags",
+                    why: "unknown flag, or keyframe and rows together",
+                });
+            }
             let header = FrameHeader {
                 seq,
                 capture_us,
                 keyframe: flags & FRAME_FLAG_KEYFRAME != 0,
+                rows: flags & FRAME_FLAG_ROWS != 0,
                 codec,
                 checksum,
                 raw_len,
@@ -687,6 +702,7 @@ mod tests {
                             seq,
                             capture_us,
                             keyframe,
+                            rows: !keyframe && checksum & 1 == 1,
                             codec: Codec::Lz4,
                             checksum,
                             raw_len,

@@ -20,6 +20,17 @@ fn vector(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
 }
 
+/// dy = -1, one range (row 3, 1 row), then an LZ4 block of the 16 literal bytes 0..15.
+fn rows_payload() -> Vec<u8> {
+    let mut p = Vec::new();
+    for v in [(-1i32) as u32, 1, 3, 1] {
+        p.extend_from_slice(&v.to_le_bytes());
+    }
+    p.extend_from_slice(&[0xF0, 0x01]);
+    p.extend(0u8..16);
+    p
+}
+
 fn v1_cases() -> Vec<(&'static str, Packet)> {
     let mut payload = vec![0xF0, 0x01];
     payload.extend(0u8..16);
@@ -59,11 +70,27 @@ fn v1_cases() -> Vec<(&'static str, Packet)> {
                     seq: 42,
                     capture_us: 123_456_789,
                     keyframe: true,
+                    rows: false,
                     codec: Codec::Lz4,
                     checksum: 0xDEAD_BEEF_CAFE_F00D,
                     raw_len: 16,
                 },
                 payload: Bytes::from(payload),
+            },
+        ),
+        (
+            "v1_frame_rows",
+            Packet::Frame {
+                header: FrameHeader {
+                    seq: 44,
+                    capture_us: 123_490_123,
+                    keyframe: false,
+                    rows: true,
+                    codec: Codec::Lz4,
+                    checksum: 0x0123_4567_89AB_CDEF,
+                    raw_len: 16,
+                },
+                payload: Bytes::from(rows_payload()),
             },
         ),
         (

@@ -43,6 +43,8 @@ pub struct ServerConfig {
     pub insecure: bool,
     pub codec: BlockCodec,
     pub keyframe_interval: u32,
+    /// Send framewire v1 viewers row deltas (shift + changed rows) instead of full-frame XOR.
+    pub row_deltas: bool,
     pub limit: InflightLimit,
     pub ack_timeout_us: u64,
     pub control_socket: Option<PathBuf>,
@@ -65,6 +67,7 @@ impl Default for ServerConfig {
             insecure: false,
             codec: BlockCodec::Lz4,
             keyframe_interval: 60,
+            row_deltas: true,
             limit: InflightLimit::default(),
             ack_timeout_us: 2_000_000,
             control_socket: None,

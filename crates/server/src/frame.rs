@@ -22,6 +22,12 @@ pub struct SourceFrame {
     pub payload: Option<Bytes>,
     pub delta_base: Option<u64>,
     pub keyframe: bool,
+    /// The shared payload is a row delta (framewire v1 only).
+    pub rows: bool,
+    /// The picture `delta_base` names, kept while the frame lives so a full-frame delta can be
+    /// made for viewers that only understand those (Daylight).
+    pub base: Option<Arc<Vec<u8>>>,
+    full_delta_cache: OnceLock<Bytes>,
     /// A keyframe of this frame made on demand (new or recovering viewers), at most once.
     keyframe_cache: OnceLock<Bytes>,
 }
@@ -40,6 +46,8 @@ impl SourceFrame {
         payload: Option<Bytes>,
         delta_base: Option<u64>,
         keyframe: bool,
+        rows: bool,
+        base: Option<Arc<Vec<u8>>>,
     ) -> Self {
         SourceFrame {
             seq,
@@ -53,6 +61,9 @@ impl SourceFrame {
             payload,
             delta_base,
             keyframe,
+            rows,
+            base,
+            full_delta_cache: OnceLock::new(),
             keyframe_cache: OnceLock::new(),
         }
     }
@@ -64,6 +75,29 @@ impl SourceFrame {
             delta_base: self.delta_base,
             keyframe: self.keyframe,
         }
+    }
+
+    /// The full-frame XOR delta against `delta_base`: the shared payload itself unless that is a
+    /// row delta, in which case it is made on first use (only when a Daylight viewer needs it).
+    /// Returns the payload and whether this call made it.
+    pub fn full_delta_payload(&self) -> Option<(Bytes, bool)> {
+        let p = self.payload.as_ref()?;
+        if !self.rows {
+            return Some((p.clone(), false));
+        }
+        let base = self.base.as_ref()?;
+        let mut fresh = false;
+        let d = self.full_delta_cache.get_or_init(|| {
+            fresh = true;
+            let mut x = vec![0u8; self.grey.len()];
+            framewire_codec::delta::xor_into(base, &self.grey, &mut x);
+            let mut out = Vec::new();
+            self.codec
+                .compress(&x, &mut out)
+                .expect("compressing a bounded in-memory frame");
+            Bytes::from(out)
+        });
+        Some((d.clone(), fresh))
     }
 
     /// This frame as a keyframe payload, compressed on first use and shared afterwards.

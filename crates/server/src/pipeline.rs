@@ -116,10 +116,16 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
         );
         let t1 = now_us();
         let checksum = picture_checksum(&grey);
+        let mut base = None;
         let t_sum = now_us();
-        let enc = match encoder.encode(grey.clone(), &mut payload) {
+        let enc = match encoder.encode_with(
+            grey.clone(),
+            cfg.row_deltas.then_some(cw as usize),
+            &mut payload,
+        ) {
             Ok((e, old)) => {
                 if let Some(old) = old {
+                    base = (e.kind == EncodedKind::RowDelta).then(|| old.clone());
                     pool.give(old);
                 }
                 e
@@ -137,10 +143,14 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
                 unchanged.inc();
                 (None, None, false)
             }
-            EncodedKind::Delta => {
-                let base = content_id;
+            EncodedKind::Delta | EncodedKind::RowDelta => {
+                let prev_content = content_id;
                 content_id = seq;
-                (Some(Bytes::copy_from_slice(&payload)), Some(base), false)
+                (
+                    Some(Bytes::copy_from_slice(&payload)),
+                    Some(prev_content),
+                    false,
+                )
             }
             EncodedKind::Keyframe(_) => {
                 content_id = seq;
@@ -152,7 +162,7 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             st.grey_us.push((t1 - t0) as f64);
             st.checksum_us.push((t_sum - t1) as f64);
             match enc.kind {
-                EncodedKind::Delta => st.delta_us.push((t2 - t_sum) as f64),
+                EncodedKind::Delta | EncodedKind::RowDelta => st.delta_us.push((t2 - t_sum) as f64),
                 EncodedKind::Keyframe(_) => st.keyframe_us.push((t2 - t_sum) as f64),
                 EncodedKind::Unchanged => {}
             }
@@ -177,6 +187,8 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             out_payload,
             delta_base,
             keyframe,
+            enc.kind == EncodedKind::RowDelta,
+            base,
         );
         shared.frames.send_replace(Some(Arc::new(frame)));
         seq += 1;

@@ -40,6 +40,8 @@ pub trait Wire: Send + 'static {
         payload: &Bytes,
         out: &mut BytesMut,
     ) -> Outgoing;
+    /// The frame as a delta against `f.delta_base`, in the form this protocol carries.
+    fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;
     fn command(&mut self, c: ViewerCommand, out: &mut BytesMut);
 }
@@ -132,10 +134,7 @@ pub async fn run_writer<W: Wire>(
         let out = match plan {
             Plan::Nothing => continue,
             Plan::Unchanged => wire.unchanged(&f, &mut buf),
-            Plan::Delta => match &f.payload {
-                Some(p) => wire.frame(&f, false, p, &mut buf),
-                None => unreachable!("a frame with a delta base carries its delta"),
-            },
+            Plan::Delta => wire.delta(&f, &mut buf),
             Plan::Keyframe { .. } => {
                 let t = now_us();
                 let (p, fresh) = f.keyframe_payload();

@@ -253,10 +253,15 @@ async fn run_v1(
                     let t0 = now_us();
                     let status;
                     let mut ok = None;
-                    if h.raw_len as usize != picture.len() {
+                    if !h.rows && h.raw_len as usize != picture.len() {
                         status = AckStatus::DecodeError;
                     } else {
-                        match picture.decode(h.keyframe, codec, &payload) {
+                        let decoded = if h.rows {
+                            picture.decode_rows(codec, &payload)
+                        } else {
+                            picture.decode(h.keyframe, codec, &payload)
+                        };
+                        match decoded {
                             Err(_) => status = AckStatus::DecodeError,
                             Ok(()) => {
                                 let t1 = now_us();

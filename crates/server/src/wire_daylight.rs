@@ -40,6 +40,13 @@ impl Wire for DaylightWire {
         }
     }
 
+    fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {
+        let (p, _) = f
+            .full_delta_payload()
+            .expect("a frame with a delta base carries its delta");
+        self.frame(f, false, &p, out)
+    }
+
     fn unchanged(&mut self, _f: &SourceFrame, _out: &mut BytesMut) -> Outgoing {
         Outgoing {
             ack_id: None,

@@ -26,6 +26,36 @@ pub fn codec_from_wire(c: v1::Codec) -> BlockCodec {
 
 pub struct V1Wire;
 
+fn frame_packet(
+    f: &SourceFrame,
+    keyframe: bool,
+    rows: bool,
+    raw_len: usize,
+    payload: &Bytes,
+    out: &mut BytesMut,
+) -> Outgoing {
+    let h = FrameHeader {
+        seq: f.seq,
+        capture_us: f.capture_us,
+        keyframe,
+        rows,
+        codec: codec_to_wire(f.codec),
+        checksum: f.checksum,
+        raw_len: raw_len as u32,
+    };
+    out.put_slice(&v1::frame_prefix(&h, payload.len()));
+    Outgoing {
+        ack_id: Some(f.seq),
+        payload: Some(payload.clone()),
+    }
+}
+
+/// Decoded size of a row delta's row data (rows × width), from the header we wrote.
+fn row_data_len(payload: &[u8], f: &SourceFrame) -> usize {
+    framewire_codec::rows::parse_header(payload, f.height as usize)
+        .map_or(0, |h| h.plan.rows() * f.width as usize)
+}
+
 impl Wire for V1Wire {
     fn stream_desc(&mut self, f: &SourceFrame, out: &mut BytesMut) {
         Packet::StreamDesc {
@@ -45,19 +75,21 @@ impl Wire for V1Wire {
         payload: &Bytes,
         out: &mut BytesMut,
     ) -> Outgoing {
-        let h = FrameHeader {
-            seq: f.seq,
-            capture_us: f.capture_us,
-            keyframe,
-            codec: codec_to_wire(f.codec),
-            checksum: f.checksum,
-            raw_len: f.grey.len() as u32,
+        frame_packet(f, keyframe, false, f.grey.len(), payload, out)
+    }
+
+    fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {
+        let p = f
+            .payload
+            .as_ref()
+            .expect("a frame with a delta base carries its delta");
+        // A row delta's raw_len is the size of its row data, which its header determines.
+        let raw_len = if f.rows {
+            row_data_len(p, f)
+        } else {
+            f.grey.len()
         };
-        out.put_slice(&v1::frame_prefix(&h, payload.len()));
-        Outgoing {
-            ack_id: Some(f.seq),
-            payload: Some(payload.clone()),
-        }
+        frame_packet(f, false, f.rows, raw_len, p, out)
     }
 
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {
