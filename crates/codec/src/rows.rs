@@ -222,7 +222,8 @@ mod tests {
     fn page(w: usize, h: usize, seed: u64) -> Vec<u8> {
         (0..w * h)
             .map(|i| {
-                (crate::checksum::picture_checksum(&((i as u64 / 3) ^ seed).to_le_bytes()) % 7) as u8
+                (crate::checksum::picture_checksum(&((i as u64 / 3) ^ seed).to_le_bytes()) % 7)
+                    as u8
             })
             .collect()
     }

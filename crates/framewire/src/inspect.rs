@@ -30,12 +30,13 @@ pub fn render_report(r: &LatencyReport) -> String {
             r.bandwidth_mbps
         ),
         "host:".into(),
+        stage("capture", &r.capture),
         stage("grey", &r.grey),
         stage("checksum", &r.checksum),
         stage("delta+compress", &r.delta_compress),
         stage("keyframe", &r.keyframe_compress),
         stage("send", &r.send),
-        "round trip and end to end:".into(),
+        "round trip and end to end (from the moment the source hands the picture over):".into(),
         stage("rtt", &r.rtt),
         stage("capture→applied", &r.end_to_end),
     ];

@@ -97,7 +97,7 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             continue; // STOP: keep pacing, publish nothing; viewers keep their last picture
         }
 
-        let capture_us = now_us();
+        let capture_start = now_us();
         let captured = match source.capture() {
             Ok(c) => c,
             Err(e) => {
@@ -106,6 +106,9 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
                 continue;
             }
         };
+        // The picture is as of the moment the source hands it over; what the grab itself cost is
+        // its own stage (`capture`), so end-to-end latency starts here and nothing is hidden.
+        let capture_us = now_us();
         let (cw, ch) = (captured.width, captured.height);
         let mut grey = pool.take(cw as usize * ch as usize);
         let t0 = now_us();
@@ -159,6 +162,7 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
         };
         {
             let mut st = lock(&shared.pipeline);
+            st.capture_us.push((capture_us - capture_start) as f64);
             st.grey_us.push((t1 - t0) as f64);
             st.checksum_us.push((t_sum - t1) as f64);
             match enc.kind {

@@ -51,6 +51,7 @@ pub(crate) fn build_report(shared: &Shared) -> LatencyReport {
         resolution: format!("{}x{}", size.0, size.1),
         fps,
         jitter_ms: p.interval_jitter_us.avg().unwrap_or(0.0) / 1000.0,
+        capture: StageSummary::from_us(&p.capture_us),
         grey: StageSummary::from_us(&p.grey_us),
         checksum: StageSummary::from_us(&p.checksum_us),
         delta_compress: StageSummary::from_us(&p.delta_us),

@@ -34,6 +34,7 @@ pub struct Settings {
 /// Timing windows of the capture loop (all µs).
 #[derive(Debug, Default)]
 pub struct PipelineStats {
+    pub capture_us: SampleWindow,
     pub grey_us: SampleWindow,
     pub checksum_us: SampleWindow,
     pub delta_us: SampleWindow,

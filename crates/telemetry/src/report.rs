@@ -35,6 +35,8 @@ pub struct LatencyReport {
     pub resolution: String,
     pub fps: f64,
     pub jitter_ms: f64,
+    /// The source's grab of the picture (render, for synthetic scenes).
+    pub capture: StageSummary,
     pub grey: StageSummary,
     /// xxh3 of the grey picture (carried in every v1 frame).
     pub checksum: StageSummary,
