@@ -196,6 +196,19 @@ async fn four_viewers_of_both_protocols_reproduce_every_scene_exactly() {
                 }
             }
         }
+        if scene == Scene::Scroll {
+            // framewire viewers get row deltas (a shift and the exposed rows); Daylight viewers
+            // get full-frame XOR deltas of the same pictures, which are far larger.
+            let mean = |v: &TestViewer| {
+                let s = v.stats.lock().unwrap();
+                s.bytes as f64 / s.frames as f64
+            };
+            let (rows, full) = (mean(&viewers[0]), mean(&viewers[2]));
+            assert!(
+                rows * 4.0 < full,
+                "row deltas {rows:.0} B/frame vs full deltas {full:.0} B/frame"
+            );
+        }
         if scene == Scene::Idle {
             // An idle screen sends explicit "unchanged" frames, never compressed zero deltas.
             assert!(viewers[0].seen().iter().filter(|s| s.unchanged).count() >= 20);
