@@ -7,5 +7,5 @@ pub mod synthetic;
 mod text;
 
 pub use resolution::{Resolution, ResolutionError, PRESETS};
-pub use source::{CaptureError, Captured, FrameSource};
+pub use source::{CaptureError, Captured, Damage, FrameSource};
 pub use synthetic::{Scene, SyntheticSource};

@@ -16,9 +16,39 @@ pub struct Captured<'a> {
     pub height: u32,
     /// 4 bytes per pixel, B G R A, rows packed (stride = width × 4).
     pub bgra: &'a [u8],
-    /// False when the source knows nothing changed since the last capture (e.g. no damage),
-    /// so the pipeline may skip converting and diffing it.
-    pub changed: bool,
+    /// What may have changed since the previous capture. The pipeline converts and diffs only
+    /// damaged rows, and does nothing at all for an undamaged picture.
+    pub damage: Damage,
+}
+
+/// Rows that may differ from the previous capture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Damage {
+    /// Unknown or everything (the first capture, a size change, a source without damage).
+    All,
+    /// Half-open row ranges `(y0, y1)`; possibly overlapping; empty means nothing changed.
+    Rows(Vec<(u32, u32)>),
+}
+
+impl Damage {
+    /// The damaged rows as sorted, merged, clipped ranges; `None` for `All`.
+    pub fn merged(&self, height: u32) -> Option<Vec<(u32, u32)>> {
+        let Damage::Rows(r) = self else { return None };
+        let mut v: Vec<(u32, u32)> = r
+            .iter()
+            .map(|&(a, b)| (a.min(height), b.min(height)))
+            .filter(|(a, b)| a < b)
+            .collect();
+        v.sort_unstable();
+        let mut out: Vec<(u32, u32)> = Vec::with_capacity(v.len());
+        for (a, b) in v {
+            match out.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => out.push((a, b)),
+            }
+        }
+        Some(out)
+    }
 }
 
 /// A source of pictures: a synthetic scene, an X11 screen, a camera.

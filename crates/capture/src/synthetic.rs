@@ -7,7 +7,7 @@
 
 use std::str::FromStr;
 
-use crate::source::{CaptureError, Captured, FrameSource};
+use crate::source::{CaptureError, Captured, Damage, FrameSource};
 use crate::text::{char_at, draw_document, glyph_row, hash, CELL_H, CELL_W};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +102,8 @@ pub struct SyntheticSource {
     pixels: Vec<u32>,
     /// The frame currently in `pixels`, if any.
     rendered: Option<u64>,
+    /// Rows the last `render` redrew relative to the picture before it.
+    damage: Damage,
     next: u64,
 }
 
@@ -189,6 +191,7 @@ impl SyntheticSource {
             panels,
             pixels,
             rendered: None,
+            damage: Damage::All,
             next: 0,
         }
     }
@@ -197,13 +200,31 @@ impl SyntheticSource {
         self.scene
     }
 
+    /// What the last [`SyntheticSource::render`] changed relative to the picture before it
+    /// (`All` after a non-consecutive frame).
+    pub fn damage(&self) -> &Damage {
+        &self.damage
+    }
+
     /// Renders frame `index` and returns its BGRA bytes.
     pub fn render(&mut self, index: u64) -> &[u8] {
         let incremental = self.rendered.is_some_and(|r| r + 1 == index);
         if self.rendered != Some(index) {
+            let mut rows = Vec::new();
             for p in self.panels.clone() {
-                draw_panel(&mut self.pixels, self.width, p, index, incremental);
+                rows.extend(draw_panel(
+                    &mut self.pixels,
+                    self.width,
+                    p,
+                    index,
+                    incremental,
+                ));
             }
+            self.damage = if incremental {
+                Damage::Rows(rows)
+            } else {
+                Damage::All
+            };
             self.rendered = Some(index);
         }
         as_bytes(&self.pixels)
@@ -222,7 +243,14 @@ fn fill(buf: &mut [u32], stride: u32, r: Rect, c: u32) {
     }
 }
 
-fn draw_panel(buf: &mut [u32], stride: u32, p: Panel, i: u64, incremental: bool) {
+/// Draws one panel for frame `i`; returns the rows it changed, if any.
+fn draw_panel(
+    buf: &mut [u32],
+    stride: u32,
+    p: Panel,
+    i: u64,
+    incremental: bool,
+) -> Option<(u32, u32)> {
     match p {
         Panel::Document {
             rect: r,
@@ -233,7 +261,7 @@ fn draw_panel(buf: &mut [u32], stride: u32, p: Panel, i: u64, incremental: bool)
             let off = i * speed as u64;
             if incremental && speed < h {
                 if speed == 0 {
-                    return;
+                    return None;
                 }
                 // Scrolling moves pixels; only the newly exposed rows are drawn.
                 for y in r.y0..r.y1 - speed {
@@ -269,6 +297,7 @@ fn draw_panel(buf: &mut [u32], stride: u32, p: Panel, i: u64, incremental: bool)
                     PAPER,
                 );
             }
+            Some((r.y0, r.y1))
         }
         Panel::Typing {
             rect: r,
@@ -296,17 +325,24 @@ fn draw_panel(buf: &mut [u32], stride: u32, p: Panel, i: u64, incremental: bool)
             };
             if incremental && t / page == prev / page {
                 if t == prev && cursor_on(i) == cursor_on(i - 1) {
-                    return;
+                    return None;
                 }
-                for k in prev % page..=(t % page).min(page - 1) {
+                let (first, last) = (prev % page, (t % page).min(page - 1));
+                for k in first..=last {
                     cell(buf, k);
                 }
+                let line = |k: u64| (k / cols) as u32;
+                return Some((
+                    r.y0 + line(first) * CELL_H,
+                    (r.y0 + (line(last) + 1) * CELL_H).min(r.y1),
+                ));
             } else {
                 fill(buf, stride, r, PAPER);
                 for k in 0..=(t % page).min(page - 1) {
                     cell(buf, k);
                 }
             }
+            Some((r.y0, r.y1))
         }
         Panel::Video { rect: r } => {
             let t = i as u32;
@@ -322,6 +358,7 @@ fn draw_panel(buf: &mut [u32], stride: u32, p: Panel, i: u64, incremental: bool)
                     *px = 0xFF00_0000 | (rr << 16) | (gg << 8) | bb;
                 }
             }
+            Some((r.y0, r.y1))
         }
     }
 }
@@ -378,12 +415,14 @@ impl FrameSource for SyntheticSource {
         let i = self.next;
         self.next += 1;
         let (width, height) = (self.width, self.height);
-        let bgra = self.render(i);
+        self.render(i);
+        let damage = self.damage.clone();
+        let bgra = as_bytes(&self.pixels);
         Ok(Captured {
             width,
             height,
             bgra,
-            changed: true,
+            damage,
         })
     }
 }
@@ -403,6 +442,45 @@ mod tests {
                 assert_eq!(a, direct.render(i), "scene {} frame {i}", scene.name());
             }
         }
+    }
+
+    /// Every row outside the reported damage is identical to the previous frame's.
+    #[test]
+    fn damage_covers_every_changed_row() {
+        for scene in Scene::ALL {
+            let (w, h) = (211, 163);
+            let mut s = SyntheticSource::new(scene, w, h);
+            let mut prev = s.render(0).to_vec();
+            assert_eq!(s.damage(), &Damage::All);
+            for i in 1..150u64 {
+                let cur = s.render(i).to_vec();
+                let damaged = s
+                    .damage()
+                    .merged(h)
+                    .expect("consecutive frames report rows");
+                let row =
+                    |b: &[u8], y: u32| b[(y * w * 4) as usize..((y + 1) * w * 4) as usize].to_vec();
+                for y in 0..h {
+                    if !damaged.iter().any(|&(a, b)| (a..b).contains(&y)) {
+                        assert_eq!(
+                            row(&cur, y),
+                            row(&prev, y),
+                            "{} frame {i} row {y} changed outside the damage",
+                            scene.name()
+                        );
+                    }
+                }
+                prev = cur;
+            }
+        }
+        // An idle screen reports no damage on most frames.
+        let mut s = SyntheticSource::new(Scene::Idle, 320, 240);
+        s.render(0);
+        let quiet = (1..60).filter(|&i| {
+            s.render(i);
+            s.damage() == &Damage::Rows(vec![])
+        });
+        assert!(quiet.count() >= 55);
     }
 
     #[test]

@@ -67,10 +67,12 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
     let mut payload = Vec::new();
     let mut seq: u64 = 0;
     let mut content_id = 0u64;
+    let mut last: Option<Arc<SourceFrame>> = None;
     let mut last_capture: Option<u64> = None;
     let mut deadline = now_us();
     let total = shared.counters.get("frames_captured");
     let unchanged = shared.counters.get("frames_unchanged");
+    let no_damage = shared.counters.get("frames_without_damage");
     loop {
         if *shutdown.borrow_and_update() {
             break;
@@ -110,13 +112,67 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
         // its own stage (`capture`), so end-to-end latency starts here and nothing is hidden.
         let capture_us = now_us();
         let (cw, ch) = (captured.width, captured.height);
+        let damage = captured.damage.merged(ch);
+        let same_size = last
+            .as_ref()
+            .filter(|l| l.width == cw && l.height == ch)
+            .cloned();
+        if let (Some(rows), Some(prev)) = (&damage, &same_size) {
+            if rows.is_empty() {
+                // Nothing was drawn: the picture, its checksum and its content are the last
+                // frame's. No conversion, no hashing, no encoding.
+                unchanged.inc();
+                no_damage.inc();
+                total.inc();
+                let frame = SourceFrame::new(
+                    seq,
+                    capture_us,
+                    cw,
+                    ch,
+                    prev.grey.clone(),
+                    prev.checksum,
+                    prev.content_id,
+                    cfg.codec,
+                    None,
+                    None,
+                    false,
+                    false,
+                    None,
+                );
+                {
+                    let mut st = lock(&shared.pipeline);
+                    st.capture_us.push((capture_us - capture_start) as f64);
+                    st.capture_times.push(capture_us as f64);
+                    st.payload_bytes.push(0.0);
+                }
+                let frame = Arc::new(frame);
+                last = Some(frame.clone());
+                shared.frames.send_replace(Some(frame));
+                seq += 1;
+                continue;
+            }
+        }
         let mut grey = pool.take(cw as usize * ch as usize);
         let t0 = now_us();
-        to_grey(
-            captured.bgra,
-            PixelOrder::Bgra,
-            Arc::get_mut(&mut grey).expect("fresh buffer"),
-        );
+        {
+            let dst = Arc::get_mut(&mut grey).expect("fresh buffer");
+            match (&damage, &same_size) {
+                (Some(rows), Some(prev)) => {
+                    // Only damaged rows are converted; the rest is the last picture.
+                    dst.copy_from_slice(&prev.grey);
+                    let w = cw as usize;
+                    for &(y0, y1) in rows {
+                        let (y0, y1) = (y0 as usize, y1 as usize);
+                        to_grey(
+                            &captured.bgra[y0 * w * 4..y1 * w * 4],
+                            PixelOrder::Bgra,
+                            &mut dst[y0 * w..y1 * w],
+                        );
+                    }
+                }
+                _ => to_grey(captured.bgra, PixelOrder::Bgra, dst),
+            }
+        }
         let t1 = now_us();
         let checksum = picture_checksum(&grey);
         let mut base = None;
@@ -194,7 +250,9 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             enc.kind == EncodedKind::RowDelta,
             base,
         );
-        shared.frames.send_replace(Some(Arc::new(frame)));
+        let frame = Arc::new(frame);
+        last = Some(frame.clone());
+        shared.frames.send_replace(Some(frame));
         seq += 1;
     }
     info!(frames = seq, "capture stopped");

@@ -542,3 +542,32 @@ async fn refuses_to_expose_the_screen_without_a_token() {
         .expect("daylight has no auth");
     assert!(err.to_string().contains("--insecure"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undamaged_screen_costs_no_conversion_or_encoding() {
+    let server = Server::start(config(Scene::Idle, 640, 480)).await.unwrap();
+    let v = TestViewer::start(server.v1_addr.unwrap(), Protocol::V1, Scene::Idle, None);
+    wait_for("a second of idle frames", 10.0, || {
+        server.counter("frames_captured") >= 60
+    })
+    .await;
+    let r = server.report();
+    let (captured, quiet) = (
+        server.counter("frames_captured"),
+        server.counter("frames_without_damage"),
+    );
+    // The idle scene changes only when the cursor blinks (every 30 frames).
+    assert!(
+        quiet * 10 >= captured * 8,
+        "{quiet} of {captured} frames skipped all work"
+    );
+    assert!(
+        r.grey.samples <= captured - quiet + 1,
+        "grey ran {} times for {captured} frames",
+        r.grey.samples
+    );
+    wait_for("the viewer to be in sync", 10.0, || v.frames() >= 30).await;
+    assert_eq!(v.stats.lock().unwrap().checksum_failures, 0);
+    v.task.abort();
+    server.shutdown().await;
+}
