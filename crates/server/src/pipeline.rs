@@ -177,9 +177,12 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
         let checksum = picture_checksum(&grey);
         let mut base = None;
         let t_sum = now_us();
-        let enc = match encoder.encode_with(
+        // The damage is relative to the last picture, which is the encoder's reference.
+        let hint = damage.as_deref().filter(|_| same_size.is_some());
+        let enc = match encoder.encode_damaged(
             grey.clone(),
             cfg.row_deltas.then_some(cw as usize),
+            hint,
             &mut payload,
         ) {
             Ok((e, old)) => {
