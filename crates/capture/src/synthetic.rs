@@ -196,6 +196,13 @@ impl SyntheticSource {
         }
     }
 
+    /// Makes the next capture produce frame `index` (frames stay a function of the host's frame
+    /// number when a source is reopened, e.g. after a resolution change).
+    pub fn starting_at(mut self, index: u64) -> Self {
+        self.next = index;
+        self
+    }
+
     pub fn scene(&self) -> Scene {
         self.scene
     }

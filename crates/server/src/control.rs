@@ -147,7 +147,6 @@ pub(crate) fn execute(line: &str, shared: &Shared) -> String {
             Some(a) => match a.parse::<Resolution>() {
                 Ok(r) => {
                     shared.resolution.send_replace((r.width, r.height));
-                    send(ViewerCommand::Resolution(r.width, r.height));
                     format!("OK resolution={r}\n")
                 }
                 Err(e) => format!("ERR {e}\n"),

@@ -17,9 +17,12 @@ use crate::config::{ServerConfig, SourceSpec};
 use crate::frame::SourceFrame;
 use crate::state::{lock, Shared};
 
-pub fn open_source(spec: SourceSpec, width: u32, height: u32) -> Box<dyn FrameSource> {
+/// Opens the configured source; synthetic scenes continue from frame `index`.
+pub fn open_source(spec: SourceSpec, width: u32, height: u32, index: u64) -> Box<dyn FrameSource> {
     match spec {
-        SourceSpec::Synthetic(scene) => Box::new(SyntheticSource::new(scene, width, height)),
+        SourceSpec::Synthetic(scene) => {
+            Box::new(SyntheticSource::new(scene, width, height).starting_at(index))
+        }
     }
 }
 
@@ -59,7 +62,7 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
     let mut size_rx = shared.resolution.subscribe();
     let mut shutdown = shared.shutdown.subscribe();
     let (mut w, mut h) = *size_rx.borrow_and_update();
-    let mut source = open_source(cfg.source, w, h);
+    let mut source = open_source(cfg.source, w, h, 0);
     *lock(&shared.source_name) = source.name();
     info!(source = %source.name(), width = w, height = h, fps = cfg.fps, "capture started");
     let mut encoder = HostEncoder::new(cfg.codec, cfg.keyframe_interval);
@@ -79,7 +82,7 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
         }
         if size_rx.has_changed().unwrap_or(false) {
             (w, h) = *size_rx.borrow_and_update();
-            source = open_source(cfg.source, w, h);
+            source = open_source(cfg.source, w, h, seq);
             info!(
                 width = w,
                 height = h,

@@ -12,14 +12,15 @@ use tokio::sync::{broadcast, watch, Notify};
 use crate::config::Protocol;
 use crate::frame::SourceFrame;
 
-/// A command sent to every viewer (brightness, warmth, backlight, resolution).
+/// A display command sent to every viewer. A size change is not one: it reaches each viewer
+/// in order with its frames (stream description / Daylight resolution packet, then a
+/// keyframe), because a resolution packet overtaking a frame resets the viewer's picture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ViewerCommand {
     Brightness(u8),
     Warmth(u8),
     /// 0 off, 1 on, 2 toggle.
     Backlight(u8),
-    Resolution(u32, u32),
 }
 
 /// Live display settings, as the control socket reports them.

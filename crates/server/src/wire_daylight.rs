@@ -68,10 +68,6 @@ impl Wire for DaylightWire {
                 cmd: daylight::CMD_BACKLIGHT,
                 value: v,
             },
-            ViewerCommand::Resolution(w, h) => HostPacket::Resolution {
-                width: w.min(daylight::MAX_SIDE as u32) as u16,
-                height: h.min(daylight::MAX_SIDE as u32) as u16,
-            },
         };
         p.encode(out);
     }

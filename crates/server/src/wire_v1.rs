@@ -110,7 +110,6 @@ impl Wire for V1Wire {
             ViewerCommand::Brightness(v) => (CommandCode::Brightness, v as u32, 0),
             ViewerCommand::Warmth(v) => (CommandCode::Warmth, v as u32, 0),
             ViewerCommand::Backlight(v) => (CommandCode::Backlight, v as u32, 0),
-            ViewerCommand::Resolution(w, h) => (CommandCode::Resolution, w, h),
         };
         Packet::Command { code, a, b }.encode(out);
     }

@@ -499,6 +499,28 @@ async fn control_socket_commands_reach_viewers_and_latency_is_measured() {
             && dl.stats.lock().unwrap().brightness == Some(200)
     })
     .await;
+    // A live resolution change: both kinds of viewer get the new size and a correct picture.
+    let reply = framewire_server::control::request(&sock, "resolution 256x192")
+        .await
+        .unwrap();
+    assert_eq!(reply, "OK resolution=256x192\n");
+    wait_for("the new size at both viewers", 10.0, || {
+        v.stats.lock().unwrap().width == 256 && dl.stats.lock().unwrap().width == 256
+    })
+    .await;
+    let (f0, d0) = (v.frames(), dl.frames());
+    wait_for("frames at the new size", 10.0, || {
+        v.frames() >= f0 + 30 && dl.frames() >= d0 + 30
+    })
+    .await;
+    assert_eq!(
+        v.mismatches.load(Ordering::Relaxed),
+        0,
+        "a picture differs from the source"
+    );
+    assert_eq!(v.stats.lock().unwrap().checksum_failures, 0);
+    assert_eq!(dl.stats.lock().unwrap().decode_errors, 0);
+    assert_eq!(v.seen().iter().filter(|s| s.ok != Some(true)).count(), 0);
     let lat = framewire_server::control::request(&sock, "LATENCY")
         .await
         .unwrap();
