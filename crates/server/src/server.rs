@@ -366,18 +366,37 @@ async fn serve_v1(mut sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::R
     let (rd, wr) = sock.into_split();
     let (ctrl_tx, ctrl_rx) = mpsc::channel::<Bytes>(64);
     let sent: SentLog = Default::default();
-    let brightness = lock(&shared.settings).brightness;
-    let cx = WriterCtx {
-        shared: shared.clone(),
+    let writer = run_writer(V1Wire, writer_ctx(ctx, &viewer, ctrl_rx, &sent, true), wr);
+    let reader = run_v1_reader(shared.clone(), viewer.clone(), dec, rd, ctrl_tx, sent);
+    run_session(ctx, &viewer, writer, reader).await
+}
+
+fn writer_ctx(
+    ctx: &Ctx,
+    viewer: &Arc<ViewerShared>,
+    ctrl_rx: mpsc::Receiver<Bytes>,
+    sent: &SentLog,
+    ping: bool,
+) -> WriterCtx {
+    let brightness = lock(&ctx.shared.settings).brightness;
+    WriterCtx {
+        shared: ctx.shared.clone(),
         viewer: viewer.clone(),
         ctrl_rx,
         sent: sent.clone(),
         trace: ctx.trace.clone(),
-        ping: true,
+        ping,
         initial: vec![ViewerCommand::Brightness(brightness)],
-    };
-    let writer = run_writer(V1Wire, cx, wr);
-    let reader = run_v1_reader(shared.clone(), viewer.clone(), dec, rd, ctrl_tx, sent);
+    }
+}
+
+/// Runs a viewer's writer and reader until either ends, then unregisters the viewer.
+async fn run_session(
+    ctx: &Ctx,
+    viewer: &Arc<ViewerShared>,
+    writer: impl std::future::Future<Output = std::io::Result<()>>,
+    reader: impl std::future::Future<Output = std::io::Result<()>>,
+) -> anyhow::Result<()> {
     tokio::pin!(writer, reader);
     let r = tokio::select! {
         r = &mut writer => r,
@@ -388,33 +407,23 @@ async fn serve_v1(mut sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::R
             r
         }
     };
-    unregister(ctx, &viewer);
+    unregister(ctx, viewer);
     r.map_err(Into::into)
 }
 
 async fn serve_daylight(sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::Result<()> {
-    let shared = &ctx.shared;
     let viewer = register(ctx, Protocol::Daylight, peer);
     let (rd, wr) = sock.into_split();
     // Daylight has no control packets to the viewer besides commands; the channel only closes.
     let (_ctrl_tx, ctrl_rx) = mpsc::channel::<Bytes>(1);
     let sent: SentLog = Default::default();
-    let brightness = lock(&shared.settings).brightness;
-    let cx = WriterCtx {
-        shared: shared.clone(),
-        viewer: viewer.clone(),
-        ctrl_rx,
-        sent: sent.clone(),
-        trace: ctx.trace.clone(),
-        ping: false,
-        initial: vec![ViewerCommand::Brightness(brightness)],
-    };
-    let r = tokio::select! {
-        r = run_writer(DaylightWire::default(), cx, wr) => r,
-        r = run_daylight_reader(shared.clone(), viewer.clone(), rd, sent) => r,
-    };
-    unregister(ctx, &viewer);
-    r.map_err(Into::into)
+    let writer = run_writer(
+        DaylightWire::default(),
+        writer_ctx(ctx, &viewer, ctrl_rx, &sent, false),
+        wr,
+    );
+    let reader = run_daylight_reader(ctx.shared.clone(), viewer.clone(), rd, sent);
+    run_session(ctx, &viewer, writer, reader).await
 }
 
 #[cfg(test)]
