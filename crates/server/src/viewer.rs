@@ -165,6 +165,26 @@ pub struct FrameEvent<'a> {
     pub checksum_ok: Option<bool>,
 }
 
+impl<'a> FrameEvent<'a> {
+    fn of(
+        picture: &'a Picture,
+        seq: u64,
+        keyframe: bool,
+        unchanged: bool,
+        checksum_ok: Option<bool>,
+    ) -> Self {
+        FrameEvent {
+            seq,
+            keyframe,
+            unchanged,
+            width: picture.width(),
+            height: picture.height(),
+            pixels: picture.pixels(),
+            checksum_ok,
+        }
+    }
+}
+
 /// Runs a viewer until the server leaves, `max_frames` is reached, or `on_frame` returns false.
 pub async fn run_viewer(
     opts: ViewerOptions,
@@ -298,15 +318,7 @@ async fn run_v1(
                     };
                     ack_and_record(&mut sock, &mut out, &stats, &offset, done).await?;
                     frames += 1;
-                    let ev = FrameEvent {
-                        seq: h.seq,
-                        keyframe: h.keyframe,
-                        unchanged: false,
-                        width: picture.width(),
-                        height: picture.height(),
-                        pixels: picture.pixels(),
-                        checksum_ok: ok,
-                    };
+                    let ev = FrameEvent::of(&picture, h.seq, h.keyframe, false, ok);
                     if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
                         return Ok(());
                     }
@@ -334,15 +346,7 @@ async fn run_v1(
                     };
                     ack_and_record(&mut sock, &mut out, &stats, &offset, done).await?;
                     frames += 1;
-                    let ev = FrameEvent {
-                        seq,
-                        keyframe: false,
-                        unchanged: true,
-                        width: picture.width(),
-                        height: picture.height(),
-                        pixels: picture.pixels(),
-                        checksum_ok: Some(good),
-                    };
+                    let ev = FrameEvent::of(&picture, seq, false, true, Some(good));
                     if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
                         return Ok(());
                     }
@@ -545,15 +549,7 @@ async fn run_daylight(
                         }
                         s.applied_at.push(t2 as f64);
                     }
-                    let ev = FrameEvent {
-                        seq: seq as u64,
-                        keyframe,
-                        unchanged: false,
-                        width: picture.width(),
-                        height: picture.height(),
-                        pixels: picture.pixels(),
-                        checksum_ok: None,
-                    };
+                    let ev = FrameEvent::of(&picture, seq as u64, keyframe, false, None);
                     if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
                         return Ok(());
                     }
