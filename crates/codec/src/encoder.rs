@@ -98,38 +98,39 @@ impl HostEncoder {
         row_width: Option<usize>,
         out: &mut Vec<u8>,
     ) -> Result<(Encoded, Option<SharedPicture>), CodecError> {
-        self.encode_damaged(cur, row_width, None, out)
+        let row_width = row_width.filter(|&w| w > 0 && cur.len().is_multiple_of(w));
+        if let Some(w) = row_width {
+            crate::checksum::row_hashes(&cur, w, &mut self.cur_rows);
+        }
+        self.encode_planned(cur, row_width, out)
     }
 
-    /// As [`HostEncoder::encode_with`], told which rows (half-open ranges) may differ from the
-    /// previous picture: only those are rehashed. A wrong hint makes a wrong delta, so callers
-    /// pass only what their source guarantees (and viewers' checksums would catch the rest).
-    pub fn encode_damaged(
+    /// Row-delta encoding of `cur`, whose row hashes (`width` pixels per row) the caller has
+    /// already computed, e.g. while converting it ([`crate::ingest`]).
+    pub fn encode_hashed(
+        &mut self,
+        cur: Arc<Vec<u8>>,
+        width: usize,
+        hashes: &[u64],
+        out: &mut Vec<u8>,
+    ) -> Result<(Encoded, Option<SharedPicture>), CodecError> {
+        assert_eq!(
+            hashes.len() * width,
+            cur.len(),
+            "one hash per row of the picture"
+        );
+        self.cur_rows.clear();
+        self.cur_rows.extend_from_slice(hashes);
+        self.encode_planned(cur, (width > 0).then_some(width), out)
+    }
+
+    /// Encodes `cur`; with `row_width`, `self.cur_rows` holds its row hashes.
+    fn encode_planned(
         &mut self,
         cur: Arc<Vec<u8>>,
         row_width: Option<usize>,
-        damage: Option<&[(u32, u32)]>,
         out: &mut Vec<u8>,
     ) -> Result<(Encoded, Option<SharedPicture>), CodecError> {
-        let row_width = row_width.filter(|&w| w > 0 && cur.len().is_multiple_of(w));
-        if let Some(w) = row_width {
-            let h = cur.len() / w;
-            match damage {
-                Some(d)
-                    if self.prev_rows.len() == h
-                        && self.prev.as_ref().is_some_and(|p| p.len() == cur.len()) =>
-                {
-                    self.cur_rows.clear();
-                    self.cur_rows.extend_from_slice(&self.prev_rows);
-                    for &(y0, y1) in d {
-                        for y in (y0 as usize).min(h)..(y1 as usize).min(h) {
-                            self.cur_rows[y] = xxhash_rust::xxh3::xxh3_64(&cur[y * w..(y + 1) * w]);
-                        }
-                    }
-                }
-                _ => crate::rows::row_hashes(&cur, w, &mut self.cur_rows),
-            }
-        }
         let prev = self.prev.as_deref().filter(|p| p.len() == cur.len());
         let reason = match prev {
             None => Some(KeyframeReason::First),
@@ -252,7 +253,7 @@ mod tests {
             interval in 0u32..4,
             zstd in any::<bool>(),
             rows in any::<bool>(),
-            hinted in any::<bool>(),
+            hashed in any::<bool>(),
             shifts in proptest::collection::vec(-3i32..3, 12),
         ) {
             let codec = if zstd { BlockCodec::Zstd(1) } else { BlockCodec::Lz4 };
@@ -269,21 +270,21 @@ mod tests {
                     s[..8].copy_from_slice(&f[..8]);
                     f = s;
                 }
-                // The damage hint names the rows that differ from the previous picture.
-                let damage: Vec<(u32, u32)> = match &prev {
-                    Some(p) => (0..6u32).filter(|&y| p[y as usize * 8..(y as usize + 1) * 8] != f[y as usize * 8..(y as usize + 1) * 8]).map(|y| (y, y + 1)).collect(),
-                    None => vec![],
+                let (enc, _) = if rows && hashed {
+                    let mut hashes = Vec::new();
+                    crate::checksum::row_hashes(&f, 8, &mut hashes);
+                    e.encode_hashed(Arc::new(f.clone()), 8, &hashes, &mut out).unwrap()
+                } else {
+                    e.encode_with(Arc::new(f.clone()), rows.then_some(8), &mut out).unwrap()
                 };
-                let hint = (hinted && prev.is_some()).then_some(&damage[..]);
-                let (enc, _) = e.encode_damaged(Arc::new(f.clone()), rows.then_some(8), hint, &mut out).unwrap();
                 match enc.kind {
                     EncodedKind::Unchanged => {}
                     EncodedKind::Keyframe(_) => { pic.decode(true, codec, &out).unwrap(); pic.apply(); }
                     EncodedKind::Delta => { prop_assert!(!rows); pic.decode(false, codec, &out).unwrap(); pic.apply(); }
                     EncodedKind::RowDelta => { prop_assert!(rows); pic.decode_rows(codec, &out).unwrap(); pic.apply(); }
                 }
-                prop_assert_eq!(pic.pixels(), &f[..]);
-                prop_assert_eq!(pic.checksum(), crate::checksum::picture_checksum(&f));
+                prop_assert_eq!(pic.to_vec(), f.clone());
+                prop_assert_eq!(pic.checksum(), crate::checksum::picture_checksum(&f, 8));
                 prev = Some(f);
             }
         }

@@ -10,6 +10,7 @@ pub mod checksum;
 pub mod delta;
 mod encoder;
 pub mod grey;
+pub mod ingest;
 mod picture;
 pub mod rows;
 

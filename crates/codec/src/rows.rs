@@ -14,11 +14,7 @@ use std::collections::HashMap;
 
 use crate::block::{BlockCodec, CodecError};
 
-/// Per-row hashes of a picture (xxh3-64 of each row).
-pub fn row_hashes(pic: &[u8], width: usize, out: &mut Vec<u64>) {
-    out.clear();
-    out.extend(pic.chunks_exact(width).map(xxhash_rust::xxh3::xxh3_64));
-}
+pub use crate::checksum::row_hashes;
 
 /// What a row delta will carry.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -91,8 +87,12 @@ pub fn plan(prev: &[u64], cur: &[u64]) -> RowPlan {
     RowPlan { dy, ranges }
 }
 
-/// Shifts `pic` in place as the plan's `dy` says.
-pub fn shift_rows(pic: &mut [u8], width: usize, dy: i32) {
+/// Shifts `pic` in place as the plan's `dy` says. Works on pixels and, with `width` 1, on a
+/// picture's row hashes.
+pub fn shift_rows<T: Copy>(pic: &mut [T], width: usize, dy: i32) {
+    if width == 0 {
+        return;
+    }
     let h = pic.len() / width;
     let d = dy.unsigned_abs() as usize;
     if d == 0 || d >= h {
@@ -221,10 +221,7 @@ mod tests {
 
     fn page(w: usize, h: usize, seed: u64) -> Vec<u8> {
         (0..w * h)
-            .map(|i| {
-                (crate::checksum::picture_checksum(&((i as u64 / 3) ^ seed).to_le_bytes()) % 7)
-                    as u8
-            })
+            .map(|i| (crate::checksum::row_hash(&((i as u64 / 3) ^ seed).to_le_bytes()) % 7) as u8)
             .collect()
     }
 

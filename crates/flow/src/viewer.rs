@@ -58,6 +58,8 @@ pub struct ViewerFlowStats {
     /// In-flight frames given up on after `ack_timeout_us` without an ACK.
     pub ack_timeouts: u64,
     pub keyframe_requests: u64,
+    /// Keyframes sent only because `refresh_every` deltas had gone by.
+    pub refresh_keyframes: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +78,10 @@ pub struct ViewerFlow {
     reference: Option<u64>,
     keyframe_requested: bool,
     last_seq: Option<u64>,
+    /// A keyframe after this many deltas in a row (0 = never): for viewers that cannot
+    /// verify what they hold (Daylight). Viewers that verify checksums ask when they need one.
+    refresh_every: u32,
+    deltas_since_key: u32,
     stats: ViewerFlowStats,
 }
 
@@ -89,8 +95,16 @@ impl ViewerFlow {
             reference: None,
             keyframe_requested: false,
             last_seq: None,
+            refresh_every: 0,
+            deltas_since_key: 0,
             stats: ViewerFlowStats::default(),
         }
+    }
+
+    /// Sends a keyframe after every `n` deltas in a row (0 = never).
+    pub fn with_refresh(mut self, n: u32) -> Self {
+        self.refresh_every = n;
+        self
     }
 
     pub fn stats(&self) -> ViewerFlowStats {
@@ -148,7 +162,12 @@ impl ViewerFlow {
         } else if f.keyframe {
             Plan::Keyframe { forced: false }
         } else if f.delta_base.is_some() && f.delta_base == self.reference {
-            Plan::Delta
+            if self.refresh_every > 0 && self.deltas_since_key >= self.refresh_every {
+                self.stats.refresh_keyframes += 1;
+                Plan::Keyframe { forced: false }
+            } else {
+                Plan::Delta
+            }
         } else {
             Plan::Keyframe { forced: true }
         };
@@ -157,8 +176,12 @@ impl ViewerFlow {
                 self.stats.keyframes += 1;
                 self.stats.forced_keyframes += forced as u64;
                 self.keyframe_requested = false;
+                self.deltas_since_key = 0;
             }
-            Plan::Delta => self.stats.deltas += 1,
+            Plan::Delta => {
+                self.stats.deltas += 1;
+                self.deltas_since_key += 1;
+            }
             Plan::Unchanged => self.stats.unchanged += 1,
             Plan::Nothing => {}
         }
@@ -205,6 +228,53 @@ mod tests {
             delta_base: seq.checked_sub(1),
             keyframe: seq == 0,
         }
+    }
+
+    #[test]
+    fn refresh_keyframes_come_after_n_deltas_and_only_when_asked_for() {
+        let mut v = flow().with_refresh(3);
+        let kinds: Vec<Plan> = (0..9).map(|s| v.plan(&changing(s))).collect();
+        let key = Plan::Keyframe { forced: false };
+        assert_eq!(
+            kinds,
+            [
+                key,
+                Plan::Delta,
+                Plan::Delta,
+                Plan::Delta,
+                key,
+                Plan::Delta,
+                Plan::Delta,
+                Plan::Delta,
+                key
+            ]
+        );
+        assert_eq!(v.stats().refresh_keyframes, 2);
+        // Unchanged frames are not deltas: they do not count towards the refresh.
+        let mut v = flow().with_refresh(2);
+        v.plan(&changing(0));
+        v.plan(&changing(1));
+        let same = FrameInfo {
+            seq: 2,
+            content_id: 1,
+            delta_base: None,
+            keyframe: false,
+        };
+        assert_eq!(v.plan(&same), Plan::Unchanged);
+        assert_eq!(
+            v.plan(&FrameInfo {
+                seq: 3,
+                content_id: 3,
+                delta_base: Some(1),
+                keyframe: false
+            }),
+            Plan::Delta
+        );
+        assert_eq!(v.plan(&changing(4)), key);
+        // Without a refresh interval, a verifying viewer gets deltas for ever.
+        let mut v = flow();
+        v.plan(&changing(0));
+        assert!((1..500).all(|s| v.plan(&changing(s)) == Plan::Delta));
     }
 
     #[test]

@@ -6,8 +6,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use framewire_capture::{Resolution, Scene, SyntheticSource, PRESETS};
-use framewire_codec::checksum::picture_checksum;
+use framewire_codec::checksum::checksum_of_rows;
 use framewire_codec::grey::{to_grey, to_grey_scalar, PixelOrder};
+use framewire_codec::ingest::ingest;
 use framewire_codec::{BlockCodec, EncodedKind, HostEncoder, Picture};
 use serde::Serialize;
 
@@ -18,7 +19,11 @@ struct Row {
     scene: String,
     resolution: String,
     frames: u64,
+    /// BGRA → grey alone, whole frame.
     grey_ms_p50: f64,
+    /// BGRA → grey + row hashes in one pass (the server's first stage), whole frame.
+    grey_hash_ms_p50: f64,
+    /// The frame checksum, from the row hashes.
     checksum_ms_p50: f64,
     /// framewire v1: row deltas (shift + changed rows).
     rows: PathResult,
@@ -76,12 +81,22 @@ impl Path {
     }
 
     /// Encodes, decodes and checks one picture; returns its kind.
-    fn step(&mut self, grey: &Arc<Vec<u8>>, sum: u64, record: bool) -> anyhow::Result<EncodedKind> {
+    /// The row path uses the row hashes the grey stage made, as the server does.
+    fn step(
+        &mut self,
+        grey: &Arc<Vec<u8>>,
+        hashes: &[u64],
+        sum: u64,
+        record: bool,
+    ) -> anyhow::Result<EncodedKind> {
         let t = Instant::now();
-        let (e, _) = self
-            .enc
-            .encode_with(grey.clone(), self.row_width, &mut self.out)
-            .context("encoding")?;
+        let (e, _) = match self.row_width {
+            Some(w) => self
+                .enc
+                .encode_hashed(grey.clone(), w, hashes, &mut self.out),
+            None => self.enc.encode(grey.clone(), &mut self.out),
+        }
+        .context("encoding")?;
         let enc_ms = ms(t);
         let t = Instant::now();
         match e.kind {
@@ -93,7 +108,7 @@ impl Path {
         self.pic.apply();
         let dec_ms = ms(t);
         anyhow::ensure!(
-            self.pic.pixels() == &grey[..] && self.pic.checksum() == sum,
+            self.pic.equals(grey) && self.pic.checksum() == sum,
             "a frame did not round-trip"
         );
         if record && e.kind != EncodedKind::Unchanged {
@@ -123,7 +138,9 @@ fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: BlockCodec) -> a
     // Grey buffers are recycled once neither encoder holds them (as the server's pool does),
     // so no frame pays for fresh pages.
     let mut pool: Vec<Arc<Vec<u8>>> = Vec::new();
-    let (mut g, mut cs, mut kc) = (vec![], vec![], vec![]);
+    let (mut g, mut gh, mut cs, mut kc) = (vec![], vec![], vec![], vec![]);
+    let mut plain = vec![0u8; res.pixels()];
+    let mut hashes = Vec::new();
     let mut unchanged = 0;
     let mut key_bytes = 0;
     for i in 0..=frames {
@@ -132,30 +149,47 @@ fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: BlockCodec) -> a
             Some(k) => pool.swap_remove(k),
             None => Arc::new(vec![0u8; res.pixels()]),
         };
+        let dst = Arc::get_mut(&mut grey).context("grey buffer is shared")?;
+        // Plain grey and grey + row hashes on the same capture, the first one alternating so
+        // neither always finds the source in cache.
+        let (mut grey_ms, mut hash_ms) = (0.0, 0.0);
+        for k in 0..2 {
+            let t = Instant::now();
+            if (i + k) % 2 == 0 {
+                to_grey(bgra, PixelOrder::Bgra, &mut plain);
+                grey_ms = ms(t);
+            } else {
+                ingest(
+                    bgra,
+                    PixelOrder::Bgra,
+                    res.width as usize,
+                    None,
+                    None,
+                    dst,
+                    &mut hashes,
+                );
+                hash_ms = ms(t);
+            }
+        }
+        anyhow::ensure!(plain[..] == dst[..], "the two grey paths disagree");
         let t = Instant::now();
-        to_grey(
-            bgra,
-            PixelOrder::Bgra,
-            Arc::get_mut(&mut grey).context("grey buffer is shared")?,
-        );
-        let grey_ms = ms(t);
-        let t = Instant::now();
-        let sum = picture_checksum(&grey);
+        let sum = checksum_of_rows(&hashes);
         let sum_ms = ms(t);
         let record = i > 0; // the first frame is a keyframe: measured separately below
                             // Alternate which path goes first so neither always finds the picture in cache.
         let kind = if i % 2 == 0 {
-            full.step(&grey, sum, record)?;
-            rows.step(&grey, sum, record)?
+            full.step(&grey, &hashes, sum, record)?;
+            rows.step(&grey, &hashes, sum, record)?
         } else {
-            let k = rows.step(&grey, sum, record)?;
-            full.step(&grey, sum, record)?;
+            let k = rows.step(&grey, &hashes, sum, record)?;
+            full.step(&grey, &hashes, sum, record)?;
             k
         };
         if i == 0 {
             key_bytes = rows.out.len();
         } else {
             g.push(grey_ms);
+            gh.push(hash_ms);
             cs.push(sum_ms);
             unchanged += (kind == EncodedKind::Unchanged) as u64;
             if i % 10 == 0 {
@@ -175,6 +209,7 @@ fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: BlockCodec) -> a
             .unwrap_or_else(|| res.to_string()),
         frames,
         grey_ms_p50: median(&mut g),
+        grey_hash_ms_p50: median(&mut gh),
         checksum_ms_p50: median(&mut cs),
         rows: rows.result(),
         full: full.result(),
@@ -217,11 +252,12 @@ pub fn run(a: BenchCodecArgs) -> anyhow::Result<()> {
         println!("(enc = compare + delta + compress, dec = decompress + apply: medians over frames that changed;");
         println!(" rows = framewire v1 row deltas, full = full-frame XOR deltas as the Daylight protocol carries)");
         println!(
-            "{:<7} {:<12} {:>7} {:>7} | {:>8} {:>8} {:>9} | {:>8} {:>8} {:>9} | {:>5} {:>8} {:>9}",
+            "{:<7} {:<12} {:>7} {:>7} {:>7} | {:>8} {:>8} {:>9} | {:>8} {:>8} {:>9} | {:>5} {:>8} {:>9}",
             "scene",
             "resolution",
             "grey",
-            "xxh3",
+            "grey+h",
+            "sum",
             "rows enc",
             "rows dec",
             "rows B",
@@ -238,10 +274,11 @@ pub fn run(a: BenchCodecArgs) -> anyhow::Result<()> {
             let r = bench_one(scene, res, a.frames, codec)?;
             if !a.json {
                 println!(
-                    "{:<7} {:<12} {:>7.3} {:>7.3} | {:>8.3} {:>8.3} {:>9.0} | {:>8.3} {:>8.3} {:>9.0} | {:>5} {:>8.3} {:>9}",
+                    "{:<7} {:<12} {:>7.3} {:>7.3} {:>7.3} | {:>8.3} {:>8.3} {:>9.0} | {:>8.3} {:>8.3} {:>9.0} | {:>5} {:>8.3} {:>9}",
                     r.scene,
                     r.resolution,
                     r.grey_ms_p50,
+                    r.grey_hash_ms_p50,
                     r.checksum_ms_p50,
                     r.rows.delta_compress_ms_p50,
                     r.rows.decode_apply_ms_p50,

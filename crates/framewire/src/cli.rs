@@ -83,7 +83,8 @@ pub struct ServeArgs {
     pub insecure: bool,
     #[arg(long, value_enum, default_value = "lz4")]
     pub codec: CodecArg,
-    /// Keyframe every N changed frames (0 = only when needed).
+    /// Daylight viewers get a keyframe after N deltas, as they cannot verify pictures
+    /// (0 = never). framewire viewers verify every frame and ask when they need one.
     #[arg(long, default_value_t = 60)]
     pub keyframe_interval: u32,
     /// Control socket path [default: $XDG_RUNTIME_DIR/framewire.sock or /tmp/framewire-UID.sock].

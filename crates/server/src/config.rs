@@ -1,5 +1,5 @@
 //! Server configuration with safe defaults: loopback only, framewire v1 on 7878, Daylight on
-//! 8888, 60 fps, LZ4, a keyframe every 60 changed frames.
+//! 8888, 60 fps, LZ4, a refresh keyframe for Daylight viewers every 60 deltas.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -42,6 +42,8 @@ pub struct ServerConfig {
     /// Allows a non-loopback bind without a token (and the token-less Daylight listener).
     pub insecure: bool,
     pub codec: BlockCodec,
+    /// Daylight viewers get a keyframe after this many deltas (0 = never). They cannot verify
+    /// pictures; framewire v1 viewers check every checksum and ask when they need one.
     pub keyframe_interval: u32,
     /// Send framewire v1 viewers row deltas (shift + changed rows) instead of full-frame XOR.
     pub row_deltas: bool,

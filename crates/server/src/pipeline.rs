@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use framewire_capture::{FrameSource, SyntheticSource};
-use framewire_codec::checksum::picture_checksum;
-use framewire_codec::grey::{to_grey, PixelOrder};
+use framewire_codec::checksum::checksum_of_rows;
+use framewire_codec::grey::PixelOrder;
+use framewire_codec::ingest::{ingest, Previous};
 use framewire_codec::{EncodedKind, HostEncoder};
 use tracing::{info, warn};
 
@@ -65,9 +66,13 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
     let mut source = open_source(cfg.source, w, h, 0);
     *lock(&shared.source_name) = source.name();
     info!(source = %source.name(), width = w, height = h, fps = cfg.fps, "capture started");
-    let mut encoder = HostEncoder::new(cfg.codec, cfg.keyframe_interval);
+    // The shared stream has keyframes only when the picture starts or changes size; periodic
+    // ones are per viewer (see `ViewerFlow::with_refresh`), made lazily from the grey picture.
+    let mut encoder = HostEncoder::new(cfg.codec, 0);
     let mut pool = GreyPool { free: Vec::new() };
     let mut payload = Vec::new();
+    // Row hashes of the last picture and of the one being made.
+    let (mut prev_hashes, mut hashes) = (Vec::new(), Vec::new());
     let mut seq: u64 = 0;
     let mut content_id = 0u64;
     let mut last: Option<Arc<SourceFrame>> = None;
@@ -157,38 +162,32 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
         }
         let mut grey = pool.take(cw as usize * ch as usize);
         let t0 = now_us();
-        {
-            let dst = Arc::get_mut(&mut grey).expect("fresh buffer");
-            match (&damage, &same_size) {
-                (Some(rows), Some(prev)) => {
-                    // Only damaged rows are converted; the rest is the last picture.
-                    dst.copy_from_slice(&prev.grey);
-                    let w = cw as usize;
-                    for &(y0, y1) in rows {
-                        let (y0, y1) = (y0 as usize, y1 as usize);
-                        to_grey(
-                            &captured.bgra[y0 * w * 4..y1 * w * 4],
-                            PixelOrder::Bgra,
-                            &mut dst[y0 * w..y1 * w],
-                        );
-                    }
-                }
-                _ => to_grey(captured.bgra, PixelOrder::Bgra, dst),
-            }
-        }
+        // Grey and row hashes in one pass; only damaged rows when the source says which.
+        let prev = same_size.as_ref().map(|p| Previous {
+            grey: &p.grey,
+            hashes: &prev_hashes,
+        });
+        ingest(
+            captured.bgra,
+            PixelOrder::Bgra,
+            cw as usize,
+            prev,
+            damage.as_deref(),
+            Arc::get_mut(&mut grey).expect("fresh buffer"),
+            &mut hashes,
+        );
         let t1 = now_us();
-        let checksum = picture_checksum(&grey);
+        let checksum = checksum_of_rows(&hashes);
         let mut base = None;
         let t_sum = now_us();
-        // The damage is relative to the last picture, which is the encoder's reference.
-        let hint = damage.as_deref().filter(|_| same_size.is_some());
-        let enc = match encoder.encode_damaged(
-            grey.clone(),
-            cfg.row_deltas.then_some(cw as usize),
-            hint,
-            &mut payload,
-        ) {
+        let encoded = if cfg.row_deltas {
+            encoder.encode_hashed(grey.clone(), cw as usize, &hashes, &mut payload)
+        } else {
+            encoder.encode(grey.clone(), &mut payload)
+        };
+        let enc = match encoded {
             Ok((e, old)) => {
+                std::mem::swap(&mut hashes, &mut prev_hashes);
                 if let Some(old) = old {
                     base = (e.kind == EncodedKind::RowDelta).then(|| old.clone());
                     pool.give(old);

@@ -184,7 +184,14 @@ fn register(ctx: &Ctx, proto: Protocol, peer: SocketAddr) -> Arc<ViewerShared> {
         id: ctx.shared.new_viewer_id(),
         protocol: proto,
         peer,
-        flow: Mutex::new(ViewerFlow::new(ctx.cfg.limit, ctx.cfg.ack_timeout_us)),
+        flow: Mutex::new(
+            ViewerFlow::new(ctx.cfg.limit, ctx.cfg.ack_timeout_us).with_refresh(match proto {
+                // Daylight viewers cannot tell a wrong picture: refresh it now and then.
+                Protocol::Daylight => ctx.cfg.keyframe_interval,
+                // v1 viewers verify every frame's checksum and ask for a keyframe when needed.
+                Protocol::V1 => 0,
+            }),
+        ),
         offset: Mutex::new(ClockOffset::new()),
         e2e_us: Mutex::new(SampleWindow::new(600)),
         bytes_sent: Default::default(),

@@ -160,7 +160,8 @@ pub struct FrameEvent<'a> {
     pub unchanged: bool,
     pub width: u32,
     pub height: u32,
-    pub pixels: &'a [u8],
+    /// The picture as applied (rows, checksum; see [`Picture::rows`] and [`Picture::to_vec`]).
+    pub picture: &'a Picture,
     /// v1 only: whether the picture matches the host's checksum.
     pub checksum_ok: Option<bool>,
 }
@@ -179,7 +180,7 @@ impl<'a> FrameEvent<'a> {
             unchanged,
             width: picture.width(),
             height: picture.height(),
-            pixels: picture.pixels(),
+            picture,
             checksum_ok,
         }
     }
