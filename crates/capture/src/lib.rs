@@ -1,6 +1,7 @@
 //! Frame sources for framewire: the [`FrameSource`] trait every capture backend implements, and
 //! the deterministic synthetic scenes used by the demo, the tests and the benchmarks.
 
+pub mod huge_pages;
 mod resolution;
 mod source;
 pub mod synthetic;

@@ -180,7 +180,7 @@ impl SyntheticSource {
                 panels.push(Panel::Video { rect: c3 });
             }
         }
-        let mut pixels = vec![DESKTOP; (w * h) as usize];
+        let mut pixels = crate::huge_pages::huge_vec((w * h) as usize, DESKTOP);
         for f in windows {
             fill(&mut pixels, w, f, TITLE);
         }

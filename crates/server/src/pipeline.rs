@@ -41,7 +41,7 @@ impl GreyPool {
                 return b;
             }
         }
-        Arc::new(vec![0u8; len])
+        Arc::new(framewire_capture::huge_pages::huge_vec(len, 0u8))
     }
     fn give(&mut self, b: Arc<Vec<u8>>) {
         if self.free.len() < 8 {
@@ -119,6 +119,12 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
         // The picture is as of the moment the source hands it over; what the grab itself cost is
         // its own stage (`capture`), so end-to-end latency starts here and nothing is hidden.
         let capture_us = now_us();
+        // Pacing jitter counts every capture, changed or not.
+        if let Some(prev) = last_capture.replace(capture_us) {
+            lock(&shared.pipeline)
+                .interval_jitter_us
+                .push(((capture_us - prev) as f64 - 1e6 / cfg.fps as f64).abs());
+        }
         let (cw, ch) = (captured.width, captured.height);
         let damage = captured.damage.merged(ch);
         let same_size = last
@@ -231,15 +237,10 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
                 EncodedKind::Keyframe(_) => st.keyframe_us.push((t2 - t_sum) as f64),
                 EncodedKind::Unchanged => {}
             }
-            if let Some(prev) = last_capture {
-                st.interval_jitter_us
-                    .push(((capture_us - prev) as f64 - 1e6 / cfg.fps as f64).abs());
-            }
             st.capture_times.push(capture_us as f64);
             st.payload_bytes.push(enc.payload_len as f64);
             st.bytes_total += enc.payload_len as u64;
         }
-        last_capture = Some(capture_us);
         let frame = SourceFrame::new(
             seq,
             capture_us,
