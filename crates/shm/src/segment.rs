@@ -239,7 +239,10 @@ pub fn check_sizes(s: &Sizes) -> Result<(), String> {
     if !(1..=70_000).contains(&s.max_members) {
         return bad("member count");
     }
-    if s.pool_blocks > 4096 || s.pool_block_bytes > (1 << 30) || s.pool_block_bytes % 4096 != 0 {
+    if s.pool_blocks > 4096
+        || s.pool_block_bytes > (1 << 30)
+        || !s.pool_block_bytes.is_multiple_of(4096)
+    {
         return bad("pool");
     }
     if s.pool_blocks as u64 * s.pool_block_bytes > (64 << 30) {
@@ -260,6 +263,7 @@ impl Segment {
                     .read(true)
                     .write(true)
                     .create(true)
+                    .truncate(false)
                     .mode(0o600)
                     .open(&path),
                 None => OpenOptions::new().read(true).write(true).open(&path),
