@@ -210,8 +210,8 @@ mod tests {
         assert_eq!(l.senders, l.receivers + 300 * 64);
         assert_eq!(l.members, l.senders + 7 * 64);
         assert_eq!(l.blocks, l.members + 20 * 64);
-        assert!(l.ring >= l.blocks + 3 * 64 && l.ring % 4096 == 0);
-        assert!(l.pool >= l.ring + 64_000 && l.pool % 4096 == 0);
+        assert!(l.ring >= l.blocks + 3 * 64 && l.ring.is_multiple_of(4096));
+        assert!(l.pool >= l.ring + 64_000 && l.pool.is_multiple_of(4096));
         assert_eq!(l.total, l.pool + 3 * 8192);
         assert_eq!(l.record(1000), l.ring);
         assert_eq!(l.record(1001), l.ring + 64);
