@@ -353,6 +353,7 @@ fn repair_dead_senders(seg: &Segment) -> u32 {
                 }
                 m.u32_at(rec + 8).store((end - p) as u32, SeqCst);
                 m.u32_at(rec + 12).store(K_TOMBSTONE, SeqCst);
+                clear_stamp(seg, end);
                 m.u64_at(rec).store(p + 1, SeqCst);
                 m.u64_at(H_REPAIRED_RECORDS).fetch_add(1, SeqCst);
                 break;
@@ -378,6 +379,19 @@ fn live_sender_covers(seg: &Segment, p: u64, except: u32) -> bool {
         let units = m.u64_at(off + S_RESERVING_UNITS).load(SeqCst);
         start != NONE && (start..start + units).contains(&p) && alive_at(m, off)
     })
+}
+
+/// Clears the stamp word at record position `pos` before the record in front of it is
+/// published (unless `pos`'s own record is already there): the unit holds bytes of an older
+/// lap, which a reader arriving at `pos` must not take for a committed record.
+fn clear_stamp(seg: &Segment, pos: u64) {
+    let w = seg.map.u64_at(seg.layout.record(pos));
+    loop {
+        let old = w.load(SeqCst);
+        if old == pos + 1 || old == 0 || w.compare_exchange(old, 0, SeqCst, SeqCst).is_ok() {
+            return;
+        }
+    }
 }
 
 fn bump_hw(seg: &Segment, word: usize, i: u32) {
@@ -488,6 +502,7 @@ impl Sender {
             let rec = l.record(pos);
             m.u32_at(rec + 8).store(pad as u32, Relaxed);
             m.u32_at(rec + 12).store(K_PAD, Relaxed);
+            clear_stamp(&self.seg, pos + pad);
             m.u64_at(rec).store(pos + 1, SeqCst);
         }
         let p = pos + pad;
@@ -510,6 +525,11 @@ impl Sender {
                 m.u32_at(boff + E_STATE).store(B_PUBLISHED, SeqCst);
             }
         }
+        // The unit after this record is where readers look next. It holds bytes of an older lap
+        // (possibly the middle of an old message); clear its stamp word before we publish, so
+        // no reader can mistake old bytes for a committed record. `reserve` kept that old
+        // position below every floor, and a stamp already there is the next record's own.
+        clear_stamp(&self.seg, p + units);
         m.u64_at(rec).store(p + 1, SeqCst);
         m.u64_at(self.off + S_RESERVING).store(NONE, SeqCst);
         m.u64_at(self.off + S_SENT).fetch_add(1, Relaxed);
@@ -548,10 +568,11 @@ impl Sender {
             let off = h % ring;
             let pad = if off + units > ring { ring - off } else { 0 };
             let end = h + pad + units;
-            if end > self.cached_floor.get() + ring {
+            // One unit more than the record stays free: the unit after it (see `send_with`).
+            if end >= self.cached_floor.get() + ring {
                 self.cached_floor.set(self.floor());
-                if end > self.cached_floor.get() + ring {
-                    self.make_room(end - ring, wait, |s| end > s.floor() + ring)?;
+                if end >= self.cached_floor.get() + ring {
+                    self.make_room(end + 1 - ring, wait, |s| end >= s.floor() + ring)?;
                     continue;
                 }
             }
@@ -806,9 +827,10 @@ impl Receiver {
             let stamp = m.u64_at(rec).load(SeqCst);
             if stamp != c + 1 {
                 m.u64_at(holding).store(NONE, SeqCst);
-                if stamp > c + 1 {
-                    // Overwritten under us: restart at the newest message.
-                    let h = m.u64_at(H_HEAD).load(SeqCst);
+                let h = m.u64_at(H_HEAD).load(SeqCst);
+                if h > c + l.sizes.ring_units {
+                    // Overtaken without being moved (only possible while joining): restart
+                    // at the newest message.
                     if m.u64_at(cursor)
                         .compare_exchange(c, h, SeqCst, SeqCst)
                         .is_ok()

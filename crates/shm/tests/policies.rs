@@ -47,7 +47,10 @@ fn block_waits_for_the_slow_receiver_and_loses_nothing() {
         assert!(sent < 1000, "a full ring must block the sender");
     }
     assert!(sent > 5);
-    assert!(matches!(tx.try_send(b"x"), Err(ShmError::Full)));
+    assert!(matches!(
+        tx.try_send(&payload(sent, 200)),
+        Err(ShmError::Full)
+    ));
     // The receiver catches up; every message is there, in order.
     for i in 0..sent {
         let m = rx.recv_timeout(Duration::from_secs(1)).unwrap();
@@ -237,4 +240,32 @@ fn no_futex_syscalls_while_the_receiver_keeps_up() {
         assert_eq!(&m[..], &i.to_le_bytes());
     }
     assert_eq!(framewire_shm::futex::syscalls(), before);
+}
+
+mod garbage {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Whatever a file in /dev/shm holds, attaching to it is a clear error, never a crash,
+        /// and never a mapping sized by an unchecked field.
+        #[test]
+        fn attaching_to_garbage_is_an_error(
+            bytes in proptest::collection::vec(any::<u8>(), 0..9000),
+            keep_magic in any::<bool>(),
+        ) {
+            let n = name("garbage");
+            let path = std::path::Path::new("/dev/shm").join(format!("framewire-{n}"));
+            let mut b = bytes.clone();
+            if keep_magic && b.len() >= 12 {
+                b[..8].copy_from_slice(b"FWSHM\0\0\x01");
+                b[8..12].copy_from_slice(&1u32.to_le_bytes());
+            }
+            std::fs::write(&path, &b).unwrap();
+            let r = Channel::attach(&n, "");
+            prop_assert!(r.is_err());
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
