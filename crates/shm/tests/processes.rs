@@ -415,7 +415,7 @@ fn senders_killed_mid_message_leave_no_hole_and_no_lost_block() {
 #[test]
 fn a_segment_left_by_a_killed_process_is_recreated() {
     let n = name("stale");
-    let kid = spawn("create-and-die", &[n.clone()]);
+    let kid = spawn("create-and-die", std::slice::from_ref(&n));
     kid.expect("READY");
     let _ = kid.child.wait_with_output();
     // It is still there: nobody cleaned up.
