@@ -164,6 +164,39 @@ pub enum Bench {
     Codec(BenchCodecArgs),
     /// Loopback end-to-end latency (capture → applied) with several viewers.
     E2e(BenchE2eArgs),
+    /// Shared-memory transport between processes: µs per message for routes and channels,
+    /// ping-pong latency, frame throughput, futex syscalls per message.
+    Ipc(BenchIpcArgs),
+    /// One process of `bench ipc` (started by it).
+    #[command(hide = true)]
+    IpcWorker(IpcWorkerArgs),
+}
+
+#[derive(Args, Clone)]
+pub struct BenchIpcArgs {
+    /// Messages per run (random sizes 2–256 bytes), split evenly between the senders.
+    #[arg(long, default_value_t = 100_000)]
+    pub messages: u64,
+    /// Comma-separated values of N.
+    #[arg(long, default_value = "1,2,4,8")]
+    pub n: String,
+    /// Runs of each table cell; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    pub repeat: u32,
+    /// Round trips in the ping-pong test.
+    #[arg(long, default_value_t = 20_000)]
+    pub round_trips: u64,
+    /// 1600×1200 grey frames (1.92 MB) in the throughput test.
+    #[arg(long, default_value_t = 500)]
+    pub frames: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Clone)]
+pub struct IpcWorkerArgs {
+    pub role: String,
+    pub args: Vec<String>,
 }
 
 #[derive(Args, Clone)]

@@ -2,6 +2,7 @@
 
 mod bench_codec;
 mod bench_e2e;
+mod bench_ipc;
 mod cli;
 mod demo;
 mod inspect;
@@ -40,6 +41,8 @@ fn main() -> std::process::ExitCode {
             cli::Command::Ctl(a) => inspect::ctl(a).await,
             cli::Command::Bench(cli::Bench::Codec(a)) => bench_codec::run(a),
             cli::Command::Bench(cli::Bench::E2e(a)) => bench_e2e::run(a).await,
+            cli::Command::Bench(cli::Bench::Ipc(a)) => bench_ipc::run(a),
+            cli::Command::Bench(cli::Bench::IpcWorker(a)) => bench_ipc::worker(a),
         }
     });
     match r {

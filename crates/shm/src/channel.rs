@@ -13,7 +13,7 @@
 //!   sees the sleeper (no lost wake-ups), and with nobody asleep no syscall is made.
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -253,23 +253,26 @@ impl Wait {
 /// How long a sleeper sleeps at most before it checks whether the peer it waits for died.
 const LIVENESS_SLICE: Duration = Duration::from_millis(20);
 
-fn wake(seg: &Segment, waiters: usize, word: usize) {
+/// Wakes the sleepers on `word` if any said they might sleep. The flag is cleared by the
+/// waker, so a burst of messages to sleeping receivers costs one wake, not one per message.
+fn wake(seg: &Segment, flag: usize, word: usize) {
     let m = &seg.map;
-    if m.u32_at(waiters).load(SeqCst) > 0 {
+    let f = m.u32_at(flag);
+    if f.load(SeqCst) != 0 && f.swap(0, SeqCst) != 0 {
         m.u32_at(word).fetch_add(1, SeqCst);
         futex::wake_all(m.u32_at(word));
     }
 }
 
-/// Sleeps on `word` unless `ready()` turns true after registering as a waiter.
-fn sleep_on(seg: &Segment, waiters: usize, word: usize, t: Duration, ready: impl Fn() -> bool) {
+/// Sleeps on `word` unless `ready()` turns true after raising the sleeping flag. Either the
+/// waker sees the flag, or this check sees what the waker published.
+fn sleep_on(seg: &Segment, flag: usize, word: usize, t: Duration, ready: impl Fn() -> bool) {
     let m = &seg.map;
-    m.u32_at(waiters).fetch_add(1, SeqCst);
+    m.u32_at(flag).store(1, SeqCst);
     let seen = m.u32_at(word).load(SeqCst);
     if !ready() {
         futex::wait(m.u32_at(word), seen, Some(t));
     }
-    m.u32_at(waiters).fetch_sub(1, SeqCst);
 }
 
 /// Units of the committed record at `rec`, and whether it carries a message.
@@ -305,7 +308,7 @@ fn reap_dead_receivers(seg: &Segment) -> u32 {
         }
     }
     if n > 0 {
-        wake(seg, H_SPACE_WAITERS, H_SPACE_FUTEX);
+        wake(seg, H_SPACE_SLEEPING, H_SPACE_FUTEX);
     }
     n
 }
@@ -365,7 +368,7 @@ fn repair_dead_senders(seg: &Segment) -> u32 {
         n += 1;
     }
     if n > 0 {
-        wake(seg, H_DATA_WAITERS, H_DATA_FUTEX);
+        wake(seg, H_DATA_SLEEPING, H_DATA_FUTEX);
     }
     n
 }
@@ -386,6 +389,12 @@ fn live_sender_covers(seg: &Segment, p: u64, except: u32) -> bool {
 /// lap, which a reader arriving at `pos` must not take for a committed record.
 fn clear_stamp(seg: &Segment, pos: u64) {
     let w = seg.map.u64_at(seg.layout.record(pos));
+    if seg.shape == Shape::Route {
+        // The only sender writes that unit next itself: no race to guard against. (Ordered
+        // before the commit that follows by that store's release.)
+        w.store(0, Relaxed);
+        return;
+    }
     loop {
         let old = w.load(SeqCst);
         if old == pos + 1 || old == 0 || w.compare_exchange(old, 0, SeqCst, SeqCst).is_ok() {
@@ -531,9 +540,10 @@ impl Sender {
         // position below every floor, and a stamp already there is the next record's own.
         clear_stamp(&self.seg, p + units);
         m.u64_at(rec).store(p + 1, SeqCst);
-        m.u64_at(self.off + S_RESERVING).store(NONE, SeqCst);
-        m.u64_at(self.off + S_SENT).fetch_add(1, Relaxed);
-        wake(&self.seg, H_DATA_WAITERS, H_DATA_FUTEX);
+        m.u64_at(self.off + S_RESERVING).store(NONE, Release);
+        let sent = m.u64_at(self.off + S_SENT);
+        sent.store(sent.load(Relaxed) + 1, Relaxed); // only this sender writes it
+        wake(&self.seg, H_DATA_SLEEPING, H_DATA_FUTEX);
         Ok(())
     }
 
@@ -572,13 +582,21 @@ impl Sender {
             if end >= self.cached_floor.get() + ring {
                 self.cached_floor.set(self.floor());
                 if end >= self.cached_floor.get() + ring {
-                    self.make_room(end + 1 - ring, wait, |s| end >= s.floor() + ring)?;
+                    let target = end + 1 - ring;
+                    let resume = (target + ring / 4).min(h);
+                    self.make_room(target, resume, wait, |s| end >= s.floor() + ring)?;
                     continue;
                 }
             }
+            // Announced before the head moves (the head's release publishes them).
             m.u64_at(self.off + S_RESERVING_UNITS)
-                .store(pad + units, SeqCst);
-            m.u64_at(self.off + S_RESERVING).store(h, SeqCst);
+                .store(pad + units, Relaxed);
+            m.u64_at(self.off + S_RESERVING).store(h, Relaxed);
+            if self.seg.shape == Shape::Route {
+                // One sender: nobody else moves the head.
+                m.u64_at(H_HEAD).store(end, SeqCst);
+                return Ok((h, pad));
+            }
             if m.u64_at(H_HEAD)
                 .compare_exchange(h, end, SeqCst, SeqCst)
                 .is_ok()
@@ -590,9 +608,12 @@ impl Sender {
 
     /// Applies the policy when the ring or the pool is full: every receiver's floor must reach
     /// `target`. Returns when it is worth trying again.
+    /// `resume`: the floor to sleep for (at or above `target`), so that a sender of a full
+    /// ring sleeps until a good part of it is free rather than waking for every message.
     fn make_room(
         &self,
         target: u64,
+        resume: u64,
         wait: Wait,
         still_full: impl Fn(&Sender) -> bool,
     ) -> Result<(), ShmError> {
@@ -619,9 +640,13 @@ impl Sender {
             reap_dead_receivers(&self.seg);
             repair_dead_senders(&self.seg);
         }
+        self.seg
+            .map
+            .u64_at(H_SPACE_TARGET)
+            .store(resume.max(target), SeqCst);
         sleep_on(
             &self.seg,
-            H_SPACE_WAITERS,
+            H_SPACE_SLEEPING,
             H_SPACE_FUTEX,
             wait.slice(LIVENESS_SLICE),
             || !still_full(self),
@@ -705,7 +730,7 @@ impl Sender {
                 }
             }
             let target = if oldest == NONE { floor } else { oldest + 1 };
-            self.make_room(target, wait, |s| s.no_free_block())?;
+            self.make_room(target, target, wait, |s| s.no_free_block())?;
         }
     }
 
@@ -746,6 +771,10 @@ pub struct Receiver {
     off: usize,
     spin: u32,
     resyncs: u64,
+    /// Senders may move this receiver's cursor (drop-oldest): reads announce `holding` and
+    /// releases compare-and-swap. Otherwise only this receiver moves its cursor, and the
+    /// cursor alone is its floor.
+    moved_by_senders: bool,
 }
 
 impl Receiver {
@@ -763,12 +792,14 @@ impl Receiver {
             .store(m.u64_at(H_HEAD).load(SeqCst), SeqCst);
         m.u32_at(off + E_STATE).store(ACTIVE, SeqCst);
         // Made free by a dead process's place? Whoever waited on it can go on.
-        wake(&seg, H_SPACE_WAITERS, H_SPACE_FUTEX);
+        wake(&seg, H_SPACE_SLEEPING, H_SPACE_FUTEX);
+        let moved_by_senders = seg.policy == Policy::DropOldest;
         Ok(Receiver {
             seg,
             off,
             spin: 2000,
             resyncs: 0,
+            moved_by_senders,
         })
     }
 
@@ -818,13 +849,15 @@ impl Receiver {
         let (m, l) = (&self.seg.map, &self.seg.layout);
         let (cursor, holding) = (self.off + R_CURSOR, self.off + R_HOLDING);
         loop {
-            let c = m.u64_at(cursor).load(SeqCst);
-            m.u64_at(holding).store(c, SeqCst);
-            if m.u64_at(cursor).load(SeqCst) != c {
-                continue; // a sender moved us on (drop-oldest) just now
+            let c = m.u64_at(cursor).load(Acquire);
+            if self.moved_by_senders {
+                m.u64_at(holding).store(c, SeqCst);
+                if m.u64_at(cursor).load(SeqCst) != c {
+                    continue; // a sender moved us on just now
+                }
             }
             let rec = l.record(c);
-            let stamp = m.u64_at(rec).load(SeqCst);
+            let stamp = m.u64_at(rec).load(Acquire);
             if stamp != c + 1 {
                 m.u64_at(holding).store(NONE, SeqCst);
                 let h = m.u64_at(H_HEAD).load(SeqCst);
@@ -880,12 +913,23 @@ impl Receiver {
 
     fn release(&self, pos: u64, next: u64) {
         let m = &self.seg.map;
-        // Cursor first, then holding: the floor never drops below what we still read.
-        let _ = m
-            .u64_at(self.off + R_CURSOR)
-            .compare_exchange(pos, next, SeqCst, SeqCst);
-        m.u64_at(self.off + R_HOLDING).store(NONE, SeqCst);
-        wake(&self.seg, H_SPACE_WAITERS, H_SPACE_FUTEX);
+        if self.moved_by_senders {
+            // Cursor first, then holding: the floor never drops below what we still read.
+            let _ = m
+                .u64_at(self.off + R_CURSOR)
+                .compare_exchange(pos, next, SeqCst, SeqCst);
+            m.u64_at(self.off + R_HOLDING).store(NONE, SeqCst);
+        } else {
+            // Sequentially consistent: ordered before the sleeping-sender check below.
+            m.u64_at(self.off + R_CURSOR).store(next, SeqCst);
+        }
+        // A sender asleep on a full ring waits for the floor to pass its target; only a
+        // receiver at or past it may be the one that lifts the floor there.
+        if m.u32_at(H_SPACE_SLEEPING).load(SeqCst) != 0
+            && m.u64_at(self.off + R_CURSOR).load(SeqCst) >= m.u64_at(H_SPACE_TARGET).load(SeqCst)
+        {
+            wake(&self.seg, H_SPACE_SLEEPING, H_SPACE_FUTEX);
+        }
     }
 
     /// Whether the record at the cursor is committed (without taking it).
@@ -927,7 +971,7 @@ impl Receiver {
             let seg = self.seg.clone();
             sleep_on(
                 &seg,
-                H_DATA_WAITERS,
+                H_DATA_SLEEPING,
                 H_DATA_FUTEX,
                 wait.slice(LIVENESS_SLICE),
                 || self.ready(),
@@ -939,7 +983,7 @@ impl Receiver {
 impl Drop for Receiver {
     fn drop(&mut self) {
         release_receiver(&self.seg, self.off);
-        wake(&self.seg, H_SPACE_WAITERS, H_SPACE_FUTEX);
+        wake(&self.seg, H_SPACE_SLEEPING, H_SPACE_FUTEX);
     }
 }
 
@@ -967,11 +1011,8 @@ impl std::ops::Deref for Msg<'_> {
 
 impl Drop for Msg<'_> {
     fn drop(&mut self) {
-        self.rx
-            .seg
-            .map
-            .u64_at(self.rx.off + R_RECEIVED)
-            .fetch_add(1, Relaxed);
+        let n = self.rx.seg.map.u64_at(self.rx.off + R_RECEIVED);
+        n.store(n.load(Relaxed) + 1, Relaxed); // only this receiver writes it
         self.rx.release(self.f.pos, self.f.next);
     }
 }

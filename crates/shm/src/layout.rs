@@ -44,9 +44,13 @@ pub const READY: u32 = 0x5EAD_0001;
 // Hot words, each on its own cache line.
 pub const H_HEAD: usize = 128;
 pub const H_DATA_FUTEX: usize = 192;
-pub const H_DATA_WAITERS: usize = 196;
+/// 1 while a receiver may be asleep on `H_DATA_FUTEX`; the waker clears it.
+pub const H_DATA_SLEEPING: usize = 196;
 pub const H_SPACE_FUTEX: usize = 256;
-pub const H_SPACE_WAITERS: usize = 260;
+/// 1 while a sender may be asleep on `H_SPACE_FUTEX`; the waker clears it.
+pub const H_SPACE_SLEEPING: usize = 260;
+/// The floor a sleeping sender waits for: receivers wake it when they pass it.
+pub const H_SPACE_TARGET: usize = 264;
 pub const H_RECEIVERS_HW: usize = 320;
 pub const H_SENDERS_HW: usize = 324;
 pub const H_REAPED_RECEIVERS: usize = 384;
