@@ -32,7 +32,7 @@ fn now_ns() -> u64 {
 
 /// Message sizes of sender `id`: random 2–256 bytes, the same sequence every run.
 fn sizes(id: u64) -> impl Iterator<Item = usize> {
-    let mut x = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5DEE_CE66_D;
+    let mut x = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x0005_DEEC_E66D;
     std::iter::repeat_with(move || {
         x = x
             .wrapping_mul(6_364_136_223_846_793_005)
@@ -376,6 +376,9 @@ fn frames(count: u64) -> anyhow::Result<Frames> {
     })
 }
 
+/// A table's name, its shape, and N → (senders, receivers).
+type Table = (&'static str, Shape, fn(u32) -> (u32, u32));
+
 #[derive(Serialize)]
 struct Report {
     runs: Vec<RunResult>,
@@ -397,7 +400,7 @@ pub fn run(a: BenchIpcArgs) -> anyhow::Result<()> {
         "--n values must be 1–64"
     );
     anyhow::ensure!(a.messages >= 1000, "--messages must be at least 1000");
-    let tables: [(&str, Shape, fn(u32) -> (u32, u32)); 4] = [
+    let tables: [Table; 4] = [
         ("route 1→N", Shape::Route, |n| (1, n)),
         ("channel 1→N", Shape::Channel, |n| (1, n)),
         ("channel N→1", Shape::Channel, |n| (n, 1)),
