@@ -383,7 +383,7 @@ type Table = (&'static str, Shape, fn(u32) -> (u32, u32));
 struct Report {
     runs: Vec<RunResult>,
     ping_pong: Vec<PingPong>,
-    frames: Frames,
+    frames: Option<Frames>,
 }
 
 pub fn run(a: BenchIpcArgs) -> anyhow::Result<()> {
@@ -439,7 +439,7 @@ pub fn run(a: BenchIpcArgs) -> anyhow::Result<()> {
         }
     }
     let mut pp = Vec::new();
-    for spin in [2000, 0] {
+    for spin in [2000, 0].into_iter().filter(|_| a.round_trips > 0) {
         let r = ping_pong(a.round_trips, spin)?;
         if !a.json {
             println!(
@@ -453,13 +453,18 @@ pub fn run(a: BenchIpcArgs) -> anyhow::Result<()> {
         }
         pp.push(r);
     }
-    let f = frames(a.frames)?;
-    if !a.json {
+    let f = if a.frames > 0 {
+        Some(frames(a.frames)?)
+    } else {
+        None
+    };
+    if let (false, Some(f)) = (a.json, &f) {
         println!(
             "frames, 1600×1200 grey (1.92 MB), route 1→1, receiver reads every cache line: {:.1} µs per frame, {:.2} GB/s, {:.3} futex calls per frame",
             f.us_per_frame, f.gb_per_s, f.futex_syscalls_per_frame
         );
-    } else {
+    }
+    if a.json {
         let r = Report {
             runs,
             ping_pong: pp,

@@ -96,6 +96,10 @@ pub struct ServeArgs {
     /// Append `protocol viewer seq checksum` for every frame sent to this file.
     #[arg(long)]
     pub trace_frames: Option<PathBuf>,
+    /// Also publish every frame to the shared-memory route NAME (/dev/shm/framewire-NAME),
+    /// for local consumers such as `framewire view --shm NAME`.
+    #[arg(long, value_name = "NAME")]
+    pub shm_export: Option<String>,
 }
 
 #[derive(Args, Clone)]
@@ -105,6 +109,10 @@ pub struct ViewArgs {
     pub headless: bool,
     #[arg(long, value_enum, default_value = "framewire")]
     pub protocol: ProtocolArg,
+    /// Read the frames a local server exports to shared memory (`serve --shm-export NAME`)
+    /// instead of connecting over TCP.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["protocol", "host", "port", "token"])]
+    pub shm: Option<String>,
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     /// Port [default: 7878 for framewire, 8888 for daylight].
@@ -183,10 +191,10 @@ pub struct BenchIpcArgs {
     /// Runs of each table cell; the median is reported.
     #[arg(long, default_value_t = 5)]
     pub repeat: u32,
-    /// Round trips in the ping-pong test.
+    /// Round trips in the ping-pong test (0 skips it).
     #[arg(long, default_value_t = 20_000)]
     pub round_trips: u64,
-    /// 1600×1200 grey frames (1.92 MB) in the throughput test.
+    /// 1600×1200 grey frames (1.92 MB) in the throughput test (0 skips it).
     #[arg(long, default_value_t = 500)]
     pub frames: u64,
     #[arg(long)]

@@ -39,6 +39,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         control_socket: Some(a.control_socket.clone().unwrap_or_else(default_socket_path)),
         status_file: Some(a.status_file.clone().unwrap_or_else(default_status_path)),
         trace_frames: a.trace_frames.clone(),
+        shm_export: a.shm_export.clone(),
         ..ServerConfig::default()
     })
 }

@@ -1,4 +1,5 @@
-//! `framewire view --headless`.
+//! `framewire view --headless` (TCP, either protocol) and `framewire view --headless --shm NAME`
+//! (a local server's shared-memory export).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,6 +13,9 @@ use crate::cli::{ProtocolArg, ViewArgs};
 pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
     if !a.headless {
         bail!("the native viewer window is not built yet; use `framewire view --headless` to receive, verify and measure the stream");
+    }
+    if let Some(name) = a.shm.clone() {
+        return run_shm(name, a).await;
     }
     let (protocol, default_port) = match a.protocol {
         ProtocolArg::Framewire => (Protocol::V1, 7878),
@@ -49,6 +53,44 @@ pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
     if s.checksum_failures > 0 {
         bail!(
             "{} frames did not match the host's checksum",
+            s.checksum_failures
+        );
+    }
+    Ok(())
+}
+
+async fn run_shm(name: String, a: ViewArgs) -> anyhow::Result<()> {
+    use framewire_server::shm_viewer::{self, ShmViewerStats};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stats = Arc::new(Mutex::new(ShmViewerStats::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let (stats, stop, frames) = (stats.clone(), stop.clone(), a.frames);
+        tokio::task::spawn_blocking(move || shm_viewer::run(&name, frames, &stop, &stats, |_| true))
+    };
+    let every = Duration::from_secs_f64(a.interval.max(0.1));
+    let mut worker = std::pin::pin!(worker);
+    let r = loop {
+        tokio::select! {
+            r = &mut worker => break r?,
+            _ = tokio::time::sleep(every) => {
+                println!("{}", stats.lock().unwrap_or_else(|e| e.into_inner()).line());
+            }
+            _ = tokio::signal::ctrl_c() => {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+    };
+    let s = stats.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        println!("{}", s.line());
+    }
+    r?;
+    if s.checksum_failures > 0 {
+        bail!(
+            "{} frames did not match their checksum",
             s.checksum_failures
         );
     }

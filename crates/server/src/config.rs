@@ -54,6 +54,8 @@ pub struct ServerConfig {
     /// Appends `protocol viewer wire_seq checksum` for every frame sent (debugging and
     /// checking clients that cannot verify checksums themselves, like the Daylight app).
     pub trace_frames: Option<PathBuf>,
+    /// Also publish every frame to this shared-memory route (see `shm_export.rs`).
+    pub shm_export: Option<String>,
     pub brightness: u8,
 }
 
@@ -75,6 +77,7 @@ impl Default for ServerConfig {
             control_socket: None,
             status_file: None,
             trace_frames: None,
+            shm_export: None,
             brightness: 128,
         }
     }

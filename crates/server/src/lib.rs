@@ -14,6 +14,8 @@
 //! | `control.rs`, `status_file.rs` | the Unix control socket (Daylight verbs) and status file |
 //! | `report.rs` | the latency report assembled from shared state |
 //! | `viewer.rs` | the headless viewer: decode, apply, verify, ACK, stats |
+//! | `shm_export.rs` | every frame to a shared-memory route, for local consumers |
+//! | `shm_viewer.rs` | a local viewer of such a route: verify, measure |
 
 pub mod clock;
 pub mod config;
@@ -23,6 +25,8 @@ mod pipeline;
 pub mod report;
 mod server;
 mod session;
+pub mod shm_export;
+pub mod shm_viewer;
 mod state;
 mod status_file;
 pub mod viewer;

@@ -32,6 +32,8 @@ pub struct ServerHandle {
     pub daylight_addr: Option<SocketAddr>,
     shared: Arc<Shared>,
     capture: Option<std::thread::JoinHandle<()>>,
+    /// Other threads of the server (the shared-memory export).
+    threads: Vec<std::thread::JoinHandle<()>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -98,12 +100,19 @@ impl Server {
         if let Some(path) = &cfg.status_file {
             tasks.push(tokio::spawn(status_file::run(path.clone(), shared.clone())));
         }
+        let mut threads = Vec::new();
+        if let Some(name) = &cfg.shm_export {
+            let ch = crate::shm_export::open(name)
+                .with_context(|| format!("opening shared-memory route {name}"))?;
+            threads.push(crate::shm_export::spawn(ch, shared.clone()));
+        }
         let capture = Some(crate::pipeline::spawn(&cfg, shared.clone()));
         Ok(ServerHandle {
             v1_addr: bound[0],
             daylight_addr: bound[1],
             shared,
             capture,
+            threads,
             tasks,
         })
     }
@@ -130,11 +139,20 @@ impl ServerHandle {
         let _ = self.shared.commands.send(c);
     }
 
-    /// Resolves when `Ctrl-C` or a shutdown request arrives.
+    /// Resolves when `Ctrl-C`, SIGTERM or a shutdown request arrives.
     pub async fn wait_shutdown_signal(&self) {
         let mut rx = self.shared.shutdown.subscribe();
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
+            _ = term => {}
             _ = rx.wait_for(|v| *v) => {}
         }
     }
@@ -146,6 +164,9 @@ impl ServerHandle {
         }
         if let Some(c) = self.capture.take() {
             let _ = tokio::task::spawn_blocking(move || c.join()).await;
+        }
+        for t in self.threads.drain(..) {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
         }
     }
 }

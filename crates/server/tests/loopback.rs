@@ -595,3 +595,44 @@ async fn an_undamaged_screen_costs_no_conversion_or_encoding() {
     v.task.abort();
     server.shutdown().await;
 }
+
+/// The shared-memory export carries every picture exactly, to a viewer in another thread
+/// reading it in place; its file goes away with the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shm_export_delivers_exact_pictures_to_a_local_viewer() {
+    use framewire_server::shm_viewer::{self, ShmViewerStats};
+    use std::sync::atomic::AtomicBool;
+    let name = format!("loopback-{}", std::process::id());
+    let mut cfg = config(Scene::Mixed, 320, 240);
+    cfg.shm_export = Some(name.clone());
+    let server = Server::start(cfg).await.unwrap();
+    let path = std::path::Path::new("/dev/shm").join(format!("framewire-{name}"));
+    assert!(path.exists());
+    let stats = Arc::new(Mutex::new(ShmViewerStats::default()));
+    let stop = AtomicBool::new(false);
+    let (s2, n2) = (stats.clone(), name.clone());
+    let (checked, bad) = tokio::task::spawn_blocking(move || {
+        let (mut checked, mut bad) = (0u32, 0u32);
+        shm_viewer::run(&n2, Some(90), &stop, &s2, |ev| {
+            if !ev.unchanged {
+                checked += 1;
+                if ev.pixels != &expected(Scene::Mixed, ev.width, ev.height, ev.seq)[..] {
+                    bad += 1;
+                }
+            }
+            true
+        })
+        .unwrap();
+        (checked, bad)
+    })
+    .await
+    .unwrap();
+    let s = stats.lock().unwrap().clone();
+    assert_eq!(s.frames, 90);
+    assert_eq!(s.checksum_failures, 0);
+    assert!(checked > 30, "{checked} changed pictures");
+    assert_eq!(bad, 0, "pictures that differ from the scene");
+    assert!(server.counter("shm_frames_exported") >= 90);
+    server.shutdown().await;
+    assert!(!path.exists(), "the export's file outlived the server");
+}
