@@ -3,10 +3,12 @@
 
 pub mod huge_pages;
 mod resolution;
+pub mod shm_source;
 mod source;
 pub mod synthetic;
 mod text;
 
 pub use resolution::{Resolution, ResolutionError, PRESETS};
+pub use shm_source::{ShmPublisher, ShmSource};
 pub use source::{CaptureError, Captured, Damage, FrameSource};
 pub use synthetic::{Scene, SyntheticSource};

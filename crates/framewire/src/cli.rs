@@ -19,6 +19,9 @@ pub struct Cli {
 pub enum Command {
     /// Serve a screen to framewire (port 7878) and Daylight-compatible (port 8888) viewers.
     Serve(ServeArgs),
+    /// Publish a synthetic screen to a shared-memory route, for `serve --source shm:NAME`
+    /// (what any local program that captures a screen can do instead).
+    Publish(PublishArgs),
     /// Connect to a server and show (or, with --headless, verify and measure) the stream.
     View(ViewArgs),
     /// A server on a synthetic screen with two built-in viewers and a live statistics table.
@@ -48,6 +51,10 @@ pub enum ProtocolArg {
 
 #[derive(Args, Clone)]
 pub struct SourceArgs {
+    /// Where pictures come from: `synthetic` (the --scene below) or `shm:NAME`, BGRA frames a
+    /// local process publishes (e.g. `framewire publish --shm NAME`).
+    #[arg(long, default_value = "synthetic")]
+    pub source: String,
     /// Synthetic scene: idle, typing, scroll, video, mixed.
     #[arg(long, default_value = "mixed")]
     pub scene: String,
@@ -100,6 +107,18 @@ pub struct ServeArgs {
     /// for local consumers such as `framewire view --shm NAME`.
     #[arg(long, value_name = "NAME")]
     pub shm_export: Option<String>,
+}
+
+#[derive(Args, Clone)]
+pub struct PublishArgs {
+    /// The route's name (/dev/shm/framewire-NAME).
+    #[arg(long, value_name = "NAME")]
+    pub shm: String,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Stop after this many frames (default: until Ctrl-C).
+    #[arg(long)]
+    pub frames: Option<u64>,
 }
 
 #[derive(Args, Clone)]

@@ -6,6 +6,7 @@ mod bench_ipc;
 mod cli;
 mod demo;
 mod inspect;
+mod publish;
 mod serve;
 mod view;
 
@@ -36,6 +37,9 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             cli::Command::Serve(a) => serve::run(a).await,
             cli::Command::View(a) => view::run(a).await,
+            cli::Command::Publish(a) => {
+                tokio::task::spawn_blocking(move || publish::run(a)).await?
+            }
             cli::Command::Demo(a) => demo::run(a).await,
             cli::Command::Latency(a) => inspect::latency(a).await,
             cli::Command::Ctl(a) => inspect::ctl(a).await,

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use framewire_capture::{Resolution, Scene};
+use framewire_capture::Resolution;
 use framewire_codec::BlockCodec;
 use framewire_server::control::{default_socket_path, default_status_path};
 use framewire_server::{Server, ServerConfig, SourceSpec};
@@ -19,9 +19,18 @@ pub fn codec(c: CodecArg) -> BlockCodec {
 }
 
 pub fn source(a: &SourceArgs) -> anyhow::Result<(SourceSpec, Resolution)> {
-    let scene: Scene = a.scene.parse().map_err(anyhow::Error::msg)?;
     let res: Resolution = a.resolution.parse()?;
-    Ok((SourceSpec::Synthetic(scene), res))
+    let spec = match a.source.split_once(':') {
+        None if a.source == "synthetic" => {
+            SourceSpec::Synthetic(a.scene.parse().map_err(anyhow::Error::msg)?)
+        }
+        Some(("shm", name)) if !name.is_empty() => SourceSpec::Shm(name.to_string()),
+        _ => anyhow::bail!(
+            "unknown --source {:?}: use `synthetic` or `shm:NAME`",
+            a.source
+        ),
+    };
+    Ok((spec, res))
 }
 
 pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
@@ -56,7 +65,12 @@ pub async fn run(a: ServeArgs) -> anyhow::Result<()> {
         .unwrap_or_default();
     println!(
         "framewire serving {} at {} ({} fps)",
-        a.source.scene, cfg.resolution, cfg.fps
+        match &cfg.source {
+            SourceSpec::Synthetic(s) => format!("synthetic:{}", s.name()),
+            SourceSpec::Shm(n) => format!("shm:{n}"),
+        },
+        cfg.resolution,
+        cfg.fps
     );
     if let Some(v) = server.v1_addr {
         println!(

@@ -1,26 +1,44 @@
-//! Frames as the server exports them to a shared-memory route (`framewire serve --shm-export`):
-//! one message per captured frame, read in place by local consumers.
+//! Frames in shared memory: what the server exports (`framewire serve --shm-export`, grey, read
+//! in place by local consumers) and what a local publisher hands the server as its screen
+//! (`framewire publish --shm`, BGRA, `serve --source shm:NAME`). One message per frame.
 //!
 //! ```text
 //! 0   magic "FWSF"
-//! 4   version u16 (1), flags u16 (bit 0: unchanged — no pixels follow)
+//! 4   version u8 (1), format u8 (0 grey, 1 BGRA), flags u16 (bit 0: unchanged — no pixels)
 //! 8   seq u64          source frame number
 //! 16  capture_us u64   CLOCK_MONOTONIC µs when the source handed the picture over
 //! 24  width u32, 28 height u32
 //! 32  checksum u64     the v1 picture checksum (spec/PROTOCOL.md)
-//! 40  width × height grey bytes (absent when unchanged)
+//! 40  width × height × (1 or 4) pixel bytes (absent when unchanged)
 //! ```
 
 use crate::ProtoError;
 
 pub const MAGIC: [u8; 4] = *b"FWSF";
-pub const VERSION: u16 = 1;
+pub const VERSION: u8 = 1;
 pub const HEADER: usize = 40;
 pub const FLAG_UNCHANGED: u16 = 1;
 /// The largest picture side accepted.
 pub const MAX_SIDE: u32 = 16_384;
-/// The shared-memory topic such routes carry.
+/// The shared-memory topic of exported (grey) frame routes.
 pub const TOPIC: &str = "framewire.frames.v1";
+/// The shared-memory topic of routes that feed the server a screen (BGRA).
+pub const CAPTURE_TOPIC: &str = "framewire.capture.v1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PixelFormat {
+    Grey = 0,
+    Bgra = 1,
+}
+
+impl PixelFormat {
+    pub fn bytes_per_pixel(self) -> usize {
+        match self {
+            PixelFormat::Grey => 1,
+            PixelFormat::Bgra => 4,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameHeader {
@@ -30,6 +48,7 @@ pub struct FrameHeader {
     pub height: u32,
     pub checksum: u64,
     pub unchanged: bool,
+    pub format: PixelFormat,
 }
 
 impl FrameHeader {
@@ -39,13 +58,14 @@ impl FrameHeader {
             + if self.unchanged {
                 0
             } else {
-                self.width as usize * self.height as usize
+                self.width as usize * self.height as usize * self.format.bytes_per_pixel()
             }
     }
 
     pub fn write(&self, out: &mut [u8]) {
         out[..4].copy_from_slice(&MAGIC);
-        out[4..6].copy_from_slice(&VERSION.to_le_bytes());
+        out[4] = VERSION;
+        out[5] = self.format as u8;
         let flags = if self.unchanged { FLAG_UNCHANGED } else { 0 };
         out[6..8].copy_from_slice(&flags.to_le_bytes());
         out[8..16].copy_from_slice(&self.seq.to_le_bytes());
@@ -72,12 +92,22 @@ pub fn parse(msg: &[u8]) -> Result<(FrameHeader, &[u8]), ProtoError> {
     let u16_at = |o: usize| u16::from_le_bytes([msg[o], msg[o + 1]]);
     let u32_at = |o: usize| u32::from_le_bytes(msg[o..o + 4].try_into().expect("4 bytes"));
     let u64_at = |o: usize| u64::from_le_bytes(msg[o..o + 8].try_into().expect("8 bytes"));
-    if u16_at(4) != VERSION {
+    if msg[4] != VERSION {
         return Err(ProtoError::InvalidField {
             field: "version",
             why: "unsupported",
         });
     }
+    let format = match msg[5] {
+        0 => PixelFormat::Grey,
+        1 => PixelFormat::Bgra,
+        _ => {
+            return Err(ProtoError::InvalidField {
+                field: "format",
+                why: "unknown pixel format",
+            })
+        }
+    };
     let flags = u16_at(6);
     if flags & !FLAG_UNCHANGED != 0 {
         return Err(ProtoError::InvalidField {
@@ -92,6 +122,7 @@ pub fn parse(msg: &[u8]) -> Result<(FrameHeader, &[u8]), ProtoError> {
         height: u32_at(28),
         checksum: u64_at(32),
         unchanged: flags & FLAG_UNCHANGED != 0,
+        format,
     };
     if h.width > MAX_SIDE || h.height > MAX_SIDE {
         return Err(ProtoError::InvalidField {
@@ -123,6 +154,7 @@ mod tests {
             height: 2,
             checksum: 0xAABB,
             unchanged: false,
+            format: PixelFormat::Grey,
         };
         let mut m = vec![0u8; h.message_len()];
         h.write(&mut m);
@@ -135,13 +167,14 @@ mod tests {
 
     proptest! {
         #[test]
-        fn roundtrip(seq in any::<u64>(), t in any::<u64>(), w in 0u32..40, h in 0u32..40, sum in any::<u64>(), unchanged in any::<bool>()) {
-            let fh = FrameHeader { seq, capture_us: t, width: w, height: h, checksum: sum, unchanged };
+        fn roundtrip(seq in any::<u64>(), t in any::<u64>(), w in 0u32..40, h in 0u32..40, sum in any::<u64>(), unchanged in any::<bool>(), bgra in any::<bool>()) {
+            let format = if bgra { PixelFormat::Bgra } else { PixelFormat::Grey };
+            let fh = FrameHeader { seq, capture_us: t, width: w, height: h, checksum: sum, unchanged, format };
             let mut m = vec![7u8; fh.message_len()];
             fh.write(&mut m);
             let (got, px) = parse(&m).unwrap();
             prop_assert_eq!(got, fh);
-            prop_assert_eq!(px.len(), if unchanged { 0 } else { (w * h) as usize });
+            prop_assert_eq!(px.len(), if unchanged { 0 } else { (w * h) as usize * format.bytes_per_pixel() });
         }
 
         #[test]

@@ -23,9 +23,11 @@ impl Protocol {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SourceSpec {
     Synthetic(Scene),
+    /// BGRA frames a local process publishes on this shared-memory route.
+    Shm(String),
 }
 
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use framewire_capture::{FrameSource, SyntheticSource};
+use framewire_capture::{CaptureError, FrameSource, ShmSource, SyntheticSource};
 use framewire_codec::checksum::checksum_of_rows;
 use framewire_codec::grey::PixelOrder;
 use framewire_codec::ingest::{ingest, Previous};
@@ -19,12 +19,18 @@ use crate::frame::SourceFrame;
 use crate::state::{lock, Shared};
 
 /// Opens the configured source; synthetic scenes continue from frame `index`.
-pub fn open_source(spec: SourceSpec, width: u32, height: u32, index: u64) -> Box<dyn FrameSource> {
-    match spec {
+pub fn open_source(
+    spec: &SourceSpec,
+    width: u32,
+    height: u32,
+    index: u64,
+) -> Result<Box<dyn FrameSource>, CaptureError> {
+    Ok(match spec {
         SourceSpec::Synthetic(scene) => {
-            Box::new(SyntheticSource::new(scene, width, height).starting_at(index))
+            Box::new(SyntheticSource::new(*scene, width, height).starting_at(index))
         }
-    }
+        SourceSpec::Shm(name) => Box::new(ShmSource::open(name)?),
+    })
 }
 
 /// Grey buffers are recycled once no viewer holds them, so steady state allocates nothing.
@@ -63,7 +69,14 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
     let mut size_rx = shared.resolution.subscribe();
     let mut shutdown = shared.shutdown.subscribe();
     let (mut w, mut h) = *size_rx.borrow_and_update();
-    let mut source = open_source(cfg.source, w, h, 0);
+    let mut source = match open_source(&cfg.source, w, h, 0) {
+        Ok(s) => s,
+        Err(e) => {
+            shared.counters.inc("capture_errors");
+            warn!(error = %e, "cannot open the capture source");
+            return;
+        }
+    };
     *lock(&shared.source_name) = source.name();
     info!(source = %source.name(), width = w, height = h, fps = cfg.fps, "capture started");
     // The shared stream has keyframes only when the picture starts or changes size; periodic
@@ -87,7 +100,10 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
         }
         if size_rx.has_changed().unwrap_or(false) {
             (w, h) = *size_rx.borrow_and_update();
-            source = open_source(cfg.source, w, h, seq);
+            match open_source(&cfg.source, w, h, seq) {
+                Ok(s) => source = s,
+                Err(e) => warn!(error = %e, "capture source not reopened"),
+            }
             info!(
                 width = w,
                 height = h,

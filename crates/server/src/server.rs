@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, Notify};
 use tracing::{debug, info, warn};
 
 use crate::clock::now_us;
-use crate::config::{Protocol, ServerConfig};
+use crate::config::{Protocol, ServerConfig, SourceSpec};
 use crate::report::build_report;
 use crate::session::{run_daylight_reader, run_v1_reader, run_writer, SentLog, Trace, WriterCtx};
 use crate::state::{lock, Settings, Shared, ViewerCommand, ViewerShared};
@@ -47,6 +47,10 @@ impl Server {
     /// Binds every configured listener, starts the capture loop and serves until shutdown.
     pub async fn start(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         cfg.check_exposure().map_err(anyhow::Error::msg)?;
+        if let SourceSpec::Shm(name) = &cfg.source {
+            // Fail now, with the reason, rather than in the capture thread.
+            framewire_capture::ShmSource::open(name).map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
         let settings = Settings {
             brightness: cfg.brightness,
             warmth: 128,

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use framewire_proto::shm_frame::{self, FrameHeader};
+use framewire_proto::shm_frame::{self, FrameHeader, PixelFormat};
 use framewire_shm::{Channel, Options, Policy, ShmError};
 use tracing::{info, warn};
 
@@ -70,6 +70,7 @@ async fn run(ch: Channel, shared: Arc<Shared>) {
             height: f.height,
             checksum: f.checksum,
             unchanged: last_content == Some(f.content_id),
+            format: PixelFormat::Grey,
         };
         let len = h.message_len();
         let r = tx.send_with(len, Some(Duration::ZERO), |b| {

@@ -114,6 +114,10 @@ pub fn run(
                 continue;
             }
         };
+        if h.format != shm_frame::PixelFormat::Grey {
+            lock(stats).bad_messages += 1;
+            continue;
+        }
         let t = now_us();
         let ok = if h.unchanged {
             last_sum == Some(h.checksum)

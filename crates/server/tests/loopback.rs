@@ -636,3 +636,54 @@ async fn shm_export_delivers_exact_pictures_to_a_local_viewer() {
     server.shutdown().await;
     assert!(!path.exists(), "the export's file outlived the server");
 }
+
+/// A local process's pictures, published to shared memory, are what viewers get: the server
+/// takes them as its screen (`--source shm:NAME`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_publisher_feeds_the_server_through_shared_memory() {
+    use framewire_capture::ShmPublisher;
+    use std::sync::atomic::AtomicBool;
+    let name = format!("loopback-pub-{}", std::process::id());
+    let (w, h) = (320u32, 240u32);
+    let mut publisher = ShmPublisher::open(&name, (w * h) as usize).unwrap();
+    // What the publisher will send, as grey checksums, computed independently.
+    let n = 240u64;
+    let sums: HashSet<u64> = (0..n)
+        .map(|i| picture_checksum(&expected(Scene::Scroll, w, h, i), w as usize))
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let pubt = std::thread::spawn(move || {
+        let mut src = SyntheticSource::new(Scene::Scroll, w, h);
+        for i in 0..n {
+            if s2.load(Ordering::Relaxed) {
+                break;
+            }
+            let px = src.render(i).to_vec();
+            publisher
+                .publish(i, framewire_server::clock::now_us(), w, h, Some(&px))
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(16));
+        }
+    });
+    let mut cfg = config(Scene::Idle, w, h);
+    cfg.source = SourceSpec::Shm(name.clone());
+    let server = Server::start(cfg).await.unwrap();
+    let v = TestViewer::start(server.v1_addr.unwrap(), Protocol::V1, Scene::Idle, None);
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    stop.store(true, Ordering::Relaxed);
+    pubt.join().unwrap();
+    let seen = v.seen.lock().unwrap().clone();
+    let distinct: HashSet<u64> = seen.iter().map(|s| s.checksum).collect();
+    assert!(
+        distinct.len() > 30,
+        "only {} distinct pictures",
+        distinct.len()
+    );
+    assert!(
+        distinct.is_subset(&sums),
+        "a picture that the publisher never sent"
+    );
+    assert!(seen.iter().all(|s| s.ok == Some(true)));
+    server.shutdown().await;
+}
