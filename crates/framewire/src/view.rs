@@ -44,17 +44,25 @@ pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
     };
     printer.abort();
     let s = stats.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+    finish(a.json, &s, s.line(), s.checksum_failures, r)
+}
+
+/// Prints the final statistics; a run with checksum failures is an error.
+fn finish<S: serde::Serialize>(
+    json: bool,
+    stats: &S,
+    line: String,
+    checksum_failures: u64,
+    r: anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(stats)?);
     } else {
-        println!("{}", s.line());
+        println!("{line}");
     }
     r?;
-    if s.checksum_failures > 0 {
-        bail!(
-            "{} frames did not match the host's checksum",
-            s.checksum_failures
-        );
+    if checksum_failures > 0 {
+        bail!("{checksum_failures} frames did not match their checksum");
     }
     Ok(())
 }
@@ -82,17 +90,5 @@ async fn run_shm(name: String, a: ViewArgs) -> anyhow::Result<()> {
         }
     };
     let s = stats.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
-    } else {
-        println!("{}", s.line());
-    }
-    r?;
-    if s.checksum_failures > 0 {
-        bail!(
-            "{} frames did not match their checksum",
-            s.checksum_failures
-        );
-    }
-    Ok(())
+    finish(a.json, &s, s.line(), s.checksum_failures, r)
 }
