@@ -606,7 +606,7 @@ async fn shm_export_delivers_exact_pictures_to_a_local_viewer() {
     let mut cfg = config(Scene::Mixed, 320, 240);
     cfg.shm_export = Some(name.clone());
     let server = Server::start(cfg).await.unwrap();
-    let path = std::path::Path::new("/dev/shm").join(format!("framewire-{name}"));
+    let path = framewire_shm::path_for(&name).unwrap();
     assert!(path.exists());
     let stats = Arc::new(Mutex::new(ShmViewerStats::default()));
     let stop = AtomicBool::new(false);

@@ -33,6 +33,7 @@ mod segment;
 
 pub use channel::{Channel, Msg, Options, Receiver, Sender, Stats};
 pub use error::ShmError;
+pub use segment::path_for;
 
 /// Who sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

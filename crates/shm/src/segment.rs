@@ -61,7 +61,11 @@ impl Mapping {
     pub fn prefault(&self, len: usize) {
         // SAFETY: the range is inside our mapping; MADV_POPULATE_WRITE only faults pages in.
         unsafe {
-            libc::madvise(self.ptr.cast(), len.min(self.len), libc::MADV_POPULATE_WRITE);
+            libc::madvise(
+                self.ptr.cast(),
+                len.min(self.len),
+                libc::MADV_POPULATE_WRITE,
+            );
         }
     }
 
@@ -101,11 +105,18 @@ fn io(path: &Path, source: std::io::Error) -> ShmError {
     }
 }
 
-/// The directory segments live in.
+/// The directory segments live in: `$FRAMEWIRE_SHM_DIR`, else `/dev/shm` (memory), else the
+/// temporary directory on a system without it.
 pub fn dir() -> PathBuf {
-    std::env::var_os("FRAMEWIRE_SHM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/dev/shm"))
+    if let Some(d) = std::env::var_os("FRAMEWIRE_SHM_DIR") {
+        return PathBuf::from(d);
+    }
+    let shm = PathBuf::from("/dev/shm");
+    if shm.is_dir() {
+        shm
+    } else {
+        std::env::temp_dir()
+    }
 }
 
 /// The file of segment `name`, after checking the name.

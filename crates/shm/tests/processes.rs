@@ -73,6 +73,16 @@ fn size(i: u64) -> usize {
     }
 }
 
+/// Message `i` of the large-size test: log-uniform from 12 bytes to 8 MiB; the last is 8 MiB.
+fn big_size(i: u64) -> usize {
+    if i == 29 {
+        return 8 << 20;
+    }
+    let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let bits = 4 + (h >> 59) as u32 % 20; // 2^4 .. 2^23
+    (12 + (h >> 20) as usize % (1usize << bits)).min(8 << 20)
+}
+
 fn opts(shape: Options) -> Options {
     shape
         .ring_bytes(64 * 1024)
@@ -149,6 +159,18 @@ fn child_main(role: &str, args: &[String]) -> Result<(), String> {
             let ch = attach()?;
             let mut tx = ch.sender().map_err(|e| e.to_string())?;
             send_all(&mut tx, arg(args, 1) as u32, arg(args, 2));
+            println!("DONE");
+            Ok(())
+        }
+        // send-sizes NAME COUNT: sizes from 12 bytes to 8 MiB, log-uniform, then exactly 8 MiB
+        "send-sizes" => {
+            let ch = attach()?;
+            let mut tx = ch.sender().map_err(|e| e.to_string())?;
+            for i in 0..arg(args, 1) {
+                let len = big_size(i);
+                tx.send_with(len, Some(Duration::from_secs(20)), |b| make(7, i, len, b))
+                    .map_err(|e| e.to_string())?;
+            }
             println!("DONE");
             Ok(())
         }
@@ -419,7 +441,7 @@ fn a_segment_left_by_a_killed_process_is_recreated() {
     kid.expect("READY");
     let _ = kid.child.wait_with_output();
     // It is still there: nobody cleaned up.
-    let path = std::path::Path::new("/dev/shm").join(format!("framewire-{n}"));
+    let path = framewire_shm::path_for(&n).unwrap();
     assert!(path.exists());
     // Opening it with another layout works: its users are all dead.
     let ch = Channel::open(&n, &Options::channel().ring_bytes(32 * 1024).topic("test")).unwrap();
@@ -428,4 +450,28 @@ fn a_segment_left_by_a_killed_process_is_recreated() {
     tx.send(b"fresh").unwrap();
     assert_eq!(&rx.recv().unwrap()[..], b"fresh");
     assert_eq!(ch.stats().head, 1);
+}
+
+#[test]
+fn messages_up_to_eight_mib_cross_processes_byte_for_byte() {
+    let n = name("big");
+    let ch = Channel::open(&n, &opts(Options::route()).pool(2, 8 << 20)).unwrap();
+    let mut rx = ch.receiver().unwrap();
+    let kid = spawn("send-sizes", &[n.clone(), s(30)]);
+    let mut inline_and_pool = (0, 0);
+    for i in 0..30u64 {
+        let m = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert_eq!(m.len(), big_size(i), "message {i}");
+        assert_eq!(check(&m).unwrap(), (7, i));
+        if m.len() <= ch.inline_max() {
+            inline_and_pool.0 += 1;
+        } else {
+            inline_and_pool.1 += 1;
+        }
+    }
+    assert!(
+        inline_and_pool.0 > 3 && inline_and_pool.1 > 3,
+        "{inline_and_pool:?}"
+    );
+    kid.finish();
 }
