@@ -33,6 +33,7 @@ test: lint test-rust test-python
 bench: build
 	$(BIN) bench codec
 	$(BIN) bench e2e --viewers 4 --seconds 10
+	$(BIN) bench ipc
 
 vectors:
 	python3 spec/vectors/make_vectors.py
