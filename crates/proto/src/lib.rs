@@ -14,6 +14,7 @@
 pub mod daylight;
 mod error;
 mod reader;
+pub mod sensor_line;
 pub mod shm_frame;
 pub mod v1;
 
