@@ -196,10 +196,7 @@ fn clean_location(s: &str) -> Option<String> {
 /// Splits `<loc>:<rest>` after a packet word: the location in the prefix
 /// (`Sensorroom1:...`), or as a first field (`Sensor:room1:...`) when that field cannot be
 /// part of the data (`is_data` says which).
-fn split_location<'a>(
-    after: &'a str,
-    is_data: impl Fn(&str) -> bool,
-) -> Option<(Option<String>, &'a str)> {
+fn split_location(after: &str, is_data: impl Fn(&str) -> bool) -> Option<(Option<String>, &str)> {
     let (prefix, rest) = after.split_once(':')?;
     if !prefix.trim().is_empty() {
         return Some((clean_location(prefix), rest));
