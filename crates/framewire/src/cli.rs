@@ -82,6 +82,12 @@ pub struct ServeArgs {
     /// Do not open the Daylight-compatible listener.
     #[arg(long)]
     pub no_daylight: bool,
+    /// Sensor line port (EmberEye-compatible devices and load tools).
+    #[arg(long, default_value_t = 9001)]
+    pub sensor_port: u16,
+    /// Do not open the sensor line listener.
+    #[arg(long)]
+    pub no_sensors: bool,
     /// Token framewire viewers must present.
     #[arg(long, env = "FRAMEWIRE_TOKEN")]
     pub token: Option<String>,

@@ -41,6 +41,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         fps: a.source.fps,
         v1_addr: Some(SocketAddr::new(a.bind, a.port)),
         daylight_addr: (!a.no_daylight).then(|| SocketAddr::new(a.bind, a.daylight_port)),
+        sensor_addr: (!a.no_sensors).then(|| SocketAddr::new(a.bind, a.sensor_port)),
         token: a.token.clone(),
         insecure: a.insecure,
         codec: codec(a.codec),
@@ -84,6 +85,9 @@ pub async fn run(a: ServeArgs) -> anyhow::Result<()> {
             "  Daylight app:      adb reverse tcp:8888 tcp:{}   (then open the app)",
             d.port()
         );
+    }
+    if let Some(s) = server.sensor_addr {
+        println!("  sensors:           devices send lines to {s} (sensor/<location>, thermal/<location>)");
     }
     println!("  latency:           framewire latency --watch --control-socket {ctl}");
     println!("  commands:          framewire ctl brightness 200 --control-socket {ctl}");

@@ -39,6 +39,8 @@ pub struct ServerConfig {
     pub v1_addr: Option<SocketAddr>,
     /// Daylight-compatible listener; `None` disables it.
     pub daylight_addr: Option<SocketAddr>,
+    /// Sensor line listener (EmberEye-compatible); `None` (the library default) disables it.
+    pub sensor_addr: Option<SocketAddr>,
     /// Required from v1 viewers when set; required to bind beyond loopback.
     pub token: Option<String>,
     /// Allows a non-loopback bind without a token (and the token-less Daylight listener).
@@ -69,6 +71,7 @@ impl Default for ServerConfig {
             fps: 60,
             v1_addr: Some(SocketAddr::from(([127, 0, 0, 1], 7878))),
             daylight_addr: Some(SocketAddr::from(([127, 0, 0, 1], 8888))),
+            sensor_addr: None,
             token: None,
             insecure: false,
             codec: BlockCodec::Lz4,
@@ -101,6 +104,13 @@ impl ServerConfig {
             if !a.ip().is_loopback() && !self.insecure {
                 return Err(format!(
                     "refusing to serve the Daylight protocol on {a} (not loopback): it has no authentication; use adb reverse to reach it over USB, or pass --insecure"
+                ));
+            }
+        }
+        if let Some(a) = self.sensor_addr {
+            if !a.ip().is_loopback() && !self.insecure {
+                return Err(format!(
+                    "refusing to take sensor data on {a} (not loopback): the line protocol has no authentication; put the devices on a trusted network and pass --insecure"
                 ));
             }
         }

@@ -14,6 +14,8 @@
 //! | `control.rs`, `status_file.rs` | the Unix control socket (Daylight verbs) and status file |
 //! | `report.rs` | the latency report assembled from shared state |
 //! | `viewer.rs` | the headless viewer: decode, apply, verify, ACK, stats |
+//! | `streams.rs` | the stream hub at run time: publishers → hub task → subscribers, with back-pressure |
+//! | `sensor.rs` | the EmberEye-compatible sensor line listener (port 9001) |
 //! | `shm_export.rs` | every frame to a shared-memory route, for local consumers |
 //! | `shm_viewer.rs` | a local viewer of such a route: verify, measure |
 
@@ -23,12 +25,14 @@ pub mod control;
 mod frame;
 mod pipeline;
 pub mod report;
+pub mod sensor;
 mod server;
 mod session;
 pub mod shm_export;
 pub mod shm_viewer;
 mod state;
 mod status_file;
+pub mod streams;
 pub mod viewer;
 mod wire_daylight;
 mod wire_v1;

@@ -30,6 +30,8 @@ pub struct Server;
 pub struct ServerHandle {
     pub v1_addr: Option<SocketAddr>,
     pub daylight_addr: Option<SocketAddr>,
+    pub sensor_addr: Option<SocketAddr>,
+    streams: Option<Arc<crate::streams::Streams>>,
     shared: Arc<Shared>,
     capture: Option<std::thread::JoinHandle<()>>,
     /// Other threads of the server (the shared-memory export).
@@ -90,8 +92,8 @@ impl Server {
             bound[i] = Some(local);
             tasks.push(tokio::spawn(accept_loop(l, proto, ctx.clone())));
         }
-        if bound.iter().all(Option::is_none) {
-            bail!("no listener configured: enable the framewire or the Daylight port");
+        if bound.iter().all(Option::is_none) && cfg.sensor_addr.is_none() {
+            bail!("no listener configured: enable the framewire, Daylight or sensor port");
         }
         if let Some(path) = &cfg.control_socket {
             let l = control::bind(path)?;
@@ -104,6 +106,23 @@ impl Server {
         if let Some(path) = &cfg.status_file {
             tasks.push(tokio::spawn(status_file::run(path.clone(), shared.clone())));
         }
+        let mut sensor_addr = None;
+        let mut streams = None;
+        if let Some(addr) = cfg.sensor_addr {
+            let l = TcpListener::bind(addr).await.with_context(|| {
+                format!("binding the sensor listener on {addr} (pick another with --sensor-port)")
+            })?;
+            sensor_addr = Some(l.local_addr()?);
+            info!(addr = %l.local_addr()?, "sensor listener");
+            let (s, hub_task) = crate::streams::Streams::start(shared.counters.clone());
+            tasks.push(hub_task);
+            tasks.push(tokio::spawn(crate::sensor::serve(
+                l,
+                s.clone(),
+                Arc::new(crate::sensor::SensorStats::default()),
+            )));
+            streams = Some(s);
+        }
         let mut threads = Vec::new();
         if let Some(name) = &cfg.shm_export {
             let ch = crate::shm_export::open(name)
@@ -114,6 +133,8 @@ impl Server {
         Ok(ServerHandle {
             v1_addr: bound[0],
             daylight_addr: bound[1],
+            sensor_addr,
+            streams,
             shared,
             capture,
             threads,
@@ -125,6 +146,11 @@ impl Server {
 impl ServerHandle {
     pub fn report(&self) -> LatencyReport {
         build_report(&self.shared)
+    }
+
+    /// The stream hub (when the sensor listener is on).
+    pub fn streams(&self) -> Option<&Arc<crate::streams::Streams>> {
+        self.streams.as_ref()
     }
 
     pub fn counter(&self, name: &str) -> u64 {

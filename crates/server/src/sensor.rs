@@ -1,0 +1,183 @@
+//! The sensor line listener (default port 9001), compatible with EmberEye devices and their
+//! load-test tool: greets with `PERIODIC_ON`, reads lines (`framewire_proto::sensor_line`), and
+//! publishes readings as `sensor/<location>` samples and thermal frames as
+//! `thermal/<location>` grids. The location is the packet's own, else the connection's
+//! `#locid`, else the peer's IP.
+//!
+//! A bad line is counted by reason and logged with the device; the connection stays open.
+//! Reads are bounded (one 64 KB read buffer and at most one partial line per connection) and
+//! pause while the hub is behind. Bytes are counted when they come off the socket, before any
+//! processing, so receive rates are rates at the wire.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use framewire_hub::{Item, Sample, Thermal, Value};
+use framewire_proto::sensor_line::{self, LineError, LineSplitter, Packet};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tracing::{debug, info, warn};
+
+use crate::clock::now_us;
+use crate::streams::Streams;
+
+/// Figures of the sensor listener, read by the report and the metrics.
+#[derive(Default)]
+pub struct SensorStats {
+    pub connections: AtomicU64,
+    pub open: AtomicU64,
+    pub bytes: AtomicU64,
+    pub lines: AtomicU64,
+}
+
+pub async fn serve(l: TcpListener, streams: Arc<Streams>, stats: Arc<SensorStats>) {
+    loop {
+        let (sock, peer) = match l.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                streams.counters.inc("accept_errors");
+                warn!(error = %e, "sensor accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let (streams, stats) = (streams.clone(), stats.clone());
+        tokio::spawn(async move {
+            stats.connections.fetch_add(1, Ordering::Relaxed);
+            stats.open.fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = device(sock, peer, &streams, &stats).await {
+                debug!(%peer, error = %e, "sensor connection ended");
+            }
+            stats.open.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+}
+
+/// One device connection's state.
+struct Device {
+    peer: SocketAddr,
+    location: Option<String>,
+    serial: Option<String>,
+    seq: u64,
+    name: Arc<str>,
+}
+
+impl Device {
+    fn label(&self) -> String {
+        match (&self.serial, &self.location) {
+            (Some(s), _) => s.clone(),
+            (None, Some(l)) => l.clone(),
+            (None, None) => self.peer.to_string(),
+        }
+    }
+
+    fn stream(&self, kind: &str, packet_location: Option<String>) -> Arc<str> {
+        let loc = packet_location
+            .or_else(|| self.location.clone())
+            .unwrap_or_else(|| self.peer.ip().to_string());
+        format!("{kind}/{loc}").into()
+    }
+}
+
+async fn device(
+    mut sock: TcpStream,
+    peer: SocketAddr,
+    streams: &Streams,
+    stats: &SensorStats,
+) -> std::io::Result<()> {
+    let _ = sock.set_nodelay(true);
+    sock.write_all(sensor_line::GREETING).await?;
+    let mut dev = Device {
+        peer,
+        location: None,
+        serial: None,
+        seq: 0,
+        name: peer.to_string().into(),
+    };
+    let mut lines = LineSplitter::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut last_warn = Instant::now() - Duration::from_secs(10);
+    loop {
+        streams.wait_unpaused().await;
+        let n = sock.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        stats.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        lines.push(&buf[..n]);
+        while let Some(line) = lines.next_line() {
+            let parsed = line.and_then(sensor_line::parse_line);
+            stats.lines.fetch_add(1, Ordering::Relaxed);
+            match parsed {
+                Ok(None) => {}
+                Ok(Some(p)) => handle(p, &mut dev, streams).await,
+                Err(e) => reject(&e, &dev, streams, &mut last_warn),
+            }
+        }
+    }
+}
+
+fn reject(e: &LineError, dev: &Device, streams: &Streams, last_warn: &mut Instant) {
+    streams
+        .counters
+        .inc(&format!("sensor_lines_rejected.{}", e.reason()));
+    // Logged with the device, at most once a second per connection (a flood stays a counter).
+    if last_warn.elapsed() >= Duration::from_secs(1) {
+        *last_warn = Instant::now();
+        warn!(device = %dev.label(), peer = %dev.peer, reason = e.reason(), "bad sensor line: {e}");
+    }
+}
+
+fn convert(v: sensor_line::Value) -> Value {
+    match v {
+        sensor_line::Value::Int(i) => Value::Int(i),
+        sensor_line::Value::Float(f) => Value::Float(f),
+    }
+}
+
+async fn handle(p: Packet, dev: &mut Device, streams: &Streams) {
+    let item = match p {
+        Packet::SerialNo(s) => {
+            info!(peer = %dev.peer, serial = %s, "sensor device identified");
+            dev.name = s.as_str().into();
+            dev.serial = Some(s);
+            return;
+        }
+        Packet::LocId(l) => {
+            dev.location = Some(l);
+            return;
+        }
+        Packet::Eeprom { .. } => {
+            streams.counters.inc("sensor_eeprom_packets");
+            return;
+        }
+        Packet::Sensor { location, readings } => Item::Sample(Arc::new(Sample {
+            stream: dev.stream("sensor", location),
+            device: dev.name.clone(),
+            device_seq: dev.seq,
+            accepted_us: now_us(),
+            readings: readings.into_iter().map(|(k, v)| (k, convert(v))).collect(),
+        })),
+        Packet::Thermal {
+            location, values, ..
+        } => Item::Thermal(Arc::new(Thermal {
+            stream: dev.stream("thermal", location),
+            device: dev.name.clone(),
+            device_seq: dev.seq,
+            accepted_us: now_us(),
+            width: sensor_line::THERMAL_W,
+            height: sensor_line::THERMAL_H,
+            values,
+        })),
+    };
+    dev.seq += 1;
+    streams.counters.inc(match &item {
+        Item::Sample(_) => "sensor_samples_accepted",
+        Item::Thermal(_) => "sensor_thermal_accepted",
+    });
+    if streams.publish(item).await.is_err() {
+        streams.counters.inc("sensor_hub_gone");
+    }
+}

@@ -1,0 +1,166 @@
+//! The stream hub at run time: publishers hand items to one hub task through a bounded queue,
+//! the hub task offers each to every matching subscriber (`framewire_hub`), and subscribers
+//! take deliveries when they are ready.
+//!
+//! Back-pressure, not unbounded queues: when the hub task falls behind (its input queue is
+//! above the high-water mark), publishers are told to pause reading their sockets, so TCP slows
+//! the devices down; they resume when the queue drains below the low-water mark (hysteresis,
+//! as in seed 003's fix). A publisher is never judged slow because the hub was busy.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use framewire_hub::{Delivery, Filter, Hub, HubCounters, Item, SubscriberId};
+use framewire_telemetry::Counters;
+use tokio::sync::{mpsc, watch, Notify};
+
+use crate::state::lock;
+
+/// Items the hub task's input holds at most.
+pub const INPUT_CAPACITY: usize = 65_536;
+/// Publishers pause above this many queued items and resume below `LOW_WATER`.
+pub const HIGH_WATER: usize = 49_152;
+pub const LOW_WATER: usize = 16_384;
+/// Samples a subscriber's queue holds before it is told it missed some.
+pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 1 << 20;
+
+/// Shared by publishers, subscribers and the hub task.
+pub struct Streams {
+    input: mpsc::Sender<Item>,
+    hub: Mutex<Hub>,
+    wakers: Mutex<HashMap<SubscriberId, Arc<Notify>>>,
+    paused: watch::Sender<bool>,
+    pub counters: Counters,
+}
+
+impl Streams {
+    /// Starts the hub task; returns the handle and the task.
+    pub fn start(counters: Counters) -> (Arc<Streams>, tokio::task::JoinHandle<()>) {
+        let (input, rx) = mpsc::channel(INPUT_CAPACITY);
+        let s = Arc::new(Streams {
+            input,
+            hub: Mutex::new(Hub::new()),
+            wakers: Mutex::new(HashMap::new()),
+            paused: watch::channel(false).0,
+            counters,
+        });
+        let task = tokio::spawn(run_hub(s.clone(), rx));
+        (s, task)
+    }
+
+    /// Items waiting for the hub task.
+    pub fn depth(&self) -> usize {
+        self.input.max_capacity() - self.input.capacity()
+    }
+
+    /// Publishes `item`, waiting for room in the hub's input (never dropping it).
+    pub async fn publish(&self, item: Item) -> Result<(), Item> {
+        self.input.send(item).await.map_err(|e| e.0)
+    }
+
+    /// Resolves when publishers may read from their sockets again.
+    pub async fn wait_unpaused(&self) {
+        let mut rx = self.paused.subscribe();
+        if *rx.borrow_and_update() {
+            self.counters.inc("stream_reads_paused");
+            let _ = rx.wait_for(|p| !*p).await;
+        }
+    }
+
+    pub fn is_paused(&self) -> bool {
+        *self.paused.borrow()
+    }
+
+    pub fn subscribe(self: &Arc<Self>, filter: Filter, capacity: usize) -> Subscription {
+        let id = lock(&self.hub).subscribe(filter, capacity);
+        let notify = Arc::new(Notify::new());
+        lock(&self.wakers).insert(id, notify.clone());
+        Subscription {
+            streams: self.clone(),
+            id,
+            notify,
+        }
+    }
+
+    pub fn hub_counters(&self) -> HubCounters {
+        lock(&self.hub).counters()
+    }
+
+    /// Streams seen so far and how many items each carried.
+    pub fn stream_names(&self) -> Vec<(String, u64)> {
+        lock(&self.hub)
+            .streams()
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    }
+}
+
+async fn run_hub(s: Arc<Streams>, mut rx: mpsc::Receiver<Item>) {
+    let mut batch = Vec::with_capacity(256);
+    while rx.recv_many(&mut batch, 256).await > 0 {
+        {
+            let mut hub = lock(&s.hub);
+            for item in batch.drain(..) {
+                hub.publish(item);
+            }
+        }
+        // Wake every subscriber with something to take.
+        let wakers: Vec<Arc<Notify>> = {
+            let hub = lock(&s.hub);
+            let w = lock(&s.wakers);
+            hub.subscribers()
+                .filter(|(_, sub)| sub.pending() > 0)
+                .filter_map(|(id, _)| w.get(&id).cloned())
+                .collect()
+        };
+        for w in wakers {
+            w.notify_one();
+        }
+        let depth = rx.len();
+        let paused = *s.paused.borrow();
+        if !paused && depth > HIGH_WATER {
+            s.paused.send_replace(true);
+            s.counters.inc("stream_pauses");
+        } else if paused && depth < LOW_WATER {
+            s.paused.send_replace(false);
+        }
+    }
+}
+
+/// A subscriber's end: take deliveries in order.
+pub struct Subscription {
+    streams: Arc<Streams>,
+    id: SubscriberId,
+    notify: Arc<Notify>,
+}
+
+impl Subscription {
+    pub fn try_next(&self) -> Option<Delivery> {
+        lock(&self.streams.hub).pop(self.id)
+    }
+
+    /// The next delivery, waiting for one.
+    pub async fn next(&self) -> Delivery {
+        loop {
+            if let Some(d) = self.try_next() {
+                return d;
+            }
+            self.notify.notified().await;
+        }
+    }
+
+    /// Samples lost so far to a full queue (each also delivered as a notice).
+    pub fn missed(&self) -> u64 {
+        lock(&self.streams.hub)
+            .subscriber(self.id)
+            .map_or(0, |s| s.missed_samples)
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        lock(&self.streams.hub).unsubscribe(self.id);
+        lock(&self.streams.wakers).remove(&self.id);
+    }
+}

@@ -1,0 +1,148 @@
+//! The sensor line listener with real sockets: many devices, exact delivery, bad lines, a
+//! subscriber that stops reading.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use framewire_capture::{Resolution, Scene};
+use framewire_hub::{Delivery, Filter, Item, Value};
+use framewire_server::{Server, ServerConfig, ServerHandle, SourceSpec};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+async fn server() -> ServerHandle {
+    Server::start(ServerConfig {
+        source: SourceSpec::Synthetic(Scene::Idle),
+        resolution: Resolution {
+            width: 64,
+            height: 48,
+        },
+        v1_addr: None,
+        daylight_addr: None,
+        sensor_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
+fn thermal_hex(seed: u16) -> String {
+    (0..768u16)
+        .map(|i| format!("{:04X}", i.wrapping_mul(7).wrapping_add(seed)))
+        .collect()
+}
+
+/// Connects, checks the greeting, and sends `lines` in chunks of awkward sizes.
+async fn device(addr: SocketAddr, lines: Vec<String>, chunk: usize) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let mut greet = [0u8; 11];
+    s.read_exact(&mut greet).await.unwrap();
+    assert_eq!(&greet, b"PERIODIC_ON");
+    let bytes: Vec<u8> = lines
+        .iter()
+        .flat_map(|l| l.bytes().chain([b'\n']))
+        .collect();
+    for c in bytes.chunks(chunk) {
+        s.write_all(c).await.unwrap();
+    }
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_devices_every_reading_arrives_once_in_order() {
+    let server = server().await;
+    let addr = server.sensor_addr.unwrap();
+    let streams = server.streams().unwrap().clone();
+    let all = streams.subscribe(Filter::parse("sensor/"), 1 << 20);
+    let grids = streams.subscribe(Filter::parse("thermal/room_7"), 16);
+    let (devices, per) = (100usize, 200u64);
+    let mut tasks = Vec::new();
+    let mut bad = 0u64;
+    for d in 0..devices {
+        let mut lines = vec![format!("#serialno:DEV{d}!"), format!("#locid:room_{d}!\r")];
+        let (mut k, mut i) = (0, 0u64);
+        while k < per {
+            i += 1;
+            if i % 10 == 9 {
+                lines.push(format!("#frame:{}!", thermal_hex(d as u16)));
+            } else if i % 50 == 25 {
+                lines.push("#garbage:1!".into());
+                bad += 1;
+            } else if k < per {
+                lines.push(format!("#Sensor:ADC1={k},ADC2={},T=2{}.5!", d, d % 10));
+                k += 1;
+            }
+        }
+        tasks.push(tokio::spawn(device(addr, lines, 1 + d * 37 % 700)));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let mut next: HashMap<String, i64> = HashMap::new();
+    let total = devices as u64 * per;
+    let mut got = 0;
+    while got < total {
+        let d = tokio::time::timeout(Duration::from_secs(20), all.next())
+            .await
+            .expect("readings stopped arriving");
+        let Delivery::Item(Item::Sample(s)) = d else {
+            panic!("unexpected {d:?}");
+        };
+        let dev: usize = s.device.strip_prefix("DEV").unwrap().parse().unwrap();
+        assert_eq!(&*s.stream, format!("sensor/room_{dev}"));
+        let Value::Int(k) = s.readings[0].1 else {
+            panic!("ADC1 is an integer")
+        };
+        let expect = next.entry(s.device.to_string()).or_insert(0);
+        assert_eq!(k, *expect, "device {dev}: out of order or repeated");
+        *expect += 1;
+        assert_eq!(
+            s.readings[2],
+            ("T".to_string(), Value::Float(20.5 + (dev % 10) as f64))
+        );
+        got += 1;
+    }
+    assert!(all.try_next().is_none(), "a reading arrived twice");
+    assert_eq!(next.len(), devices);
+    assert_eq!(all.missed(), 0);
+    // Thermal grids: newest wins, and the values are the ones sent.
+    match grids.try_next() {
+        Some(Delivery::Item(Item::Thermal(t))) => {
+            assert_eq!((t.width, t.height, &*t.stream), (32, 24, "thermal/room_7"));
+            assert_eq!(t.values[5], 5 * 7 + 7);
+        }
+        other => panic!("no grid: {other:?}"),
+    }
+    // Bad lines were counted by reason, and no connection was dropped for them.
+    assert_eq!(server.counter("sensor_lines_rejected.unknown_packet"), bad);
+    assert_eq!(server.counter("sensor_samples_accepted"), total);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_stops_reading_is_told_what_it_missed() {
+    let server = server().await;
+    let addr = server.sensor_addr.unwrap();
+    let streams = server.streams().unwrap().clone();
+    let stalled = streams.subscribe(Filter::All, 100);
+    let live = streams.subscribe(Filter::All, 1 << 20);
+    let n = 1000;
+    let lines = (0..n).map(|k| format!("#Sensor:ADC1={k}!")).collect();
+    device(addr, lines, 4096).await;
+    // The live subscriber gets everything while the other does not read at all.
+    for k in 0..n {
+        match tokio::time::timeout(Duration::from_secs(10), live.next())
+            .await
+            .unwrap()
+        {
+            Delivery::Item(Item::Sample(s)) => assert_eq!(s.readings[0].1, Value::Int(k)),
+            other => panic!("{other:?}"),
+        }
+    }
+    let got: Vec<Delivery> = std::iter::from_fn(|| stalled.try_next()).collect();
+    assert_eq!(got.len(), 101);
+    assert_eq!(got[100], Delivery::Missed { samples: 900 });
+    assert_eq!(stalled.missed(), 900);
+    server.shutdown().await;
+}
