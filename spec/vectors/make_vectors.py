@@ -39,6 +39,12 @@ VECTORS = {
     "v1_pong": v1(0x31, struct.pack("<IQQ", 7, 5000000, 9000000)),
     "v1_command": v1(0x40, struct.pack("<BII", 4, 1024, 768)),
     "v1_goodbye": v1(0x7F, struct.pack("<HH", 2, len(b"wrong or missing token")) + b"wrong or missing token"),
+    "v1_hello_subscriber": v1(0x01, struct.pack("<HBI", 1, 4, 0) + s8("sensor/") + s8("")),
+    "v1_sample": v1(0x50, s8("sensor/room_1") + s8("SIM409534") + struct.pack("<QQB", 17, 987654321, 2)
+                    + s8("ADC1") + struct.pack("<Bq", 0, -592) + s8("T") + struct.pack("<Bd", 1, 21.5)),
+    "v1_thermal": v1(0x51, s8("thermal/room_1") + s8("cam7") + struct.pack("<QQHH", 3, 1000, 3, 2)
+                     + struct.pack("<6H", 0x0102, 0x0304, 0x0506, 0xFFFF, 0, 300)),
+    "v1_missed": v1(0x52, struct.pack("<Q", 900)),
     # Daylight-compatible
     "daylight_frame": bytes([0xDA, 0x7E]) + struct.pack("<BII", 1, 7, 3) + bytes([0x10, 0xAB, 0xCD]),
     "daylight_command": bytes([0xDA, 0x7F]) + struct.pack("<BB", 0x01, 200),

@@ -31,6 +31,9 @@ pub enum Command {
     /// Send a control command to a running server: brightness 200, warmth 80, backlight off,
     /// resolution sharp, status, health, ...
     Ctl(CtlArgs),
+    /// Load test for the sensor listener, with the EmberEye tool's options and JSON, plus
+    /// end-to-end latency through a subscriber, lost readings, and the server's CPU and RSS.
+    Loadgen(LoadgenArgs),
     /// Benchmarks that print tables (and --json).
     #[command(subcommand)]
     Bench(Bench),
@@ -113,6 +116,51 @@ pub struct ServeArgs {
     /// for local consumers such as `framewire view --shm NAME`.
     #[arg(long, value_name = "NAME")]
     pub shm_export: Option<String>,
+}
+
+#[derive(Args, Clone)]
+pub struct LoadgenArgs {
+    /// Concurrent device connections.
+    #[arg(long, default_value_t = 5)]
+    pub clients: usize,
+    /// Packets per client (this or --duration).
+    #[arg(long, conflicts_with = "duration")]
+    pub packets: Option<u64>,
+    /// Seconds to run (this or --packets).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Packets per second per client (0 = as fast as possible).
+    #[arg(long, default_value_t = 10.0)]
+    pub rate: f64,
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The sensor line port.
+    #[arg(long, default_value_t = 9001)]
+    pub port: u16,
+    /// Every other packet is a 32×24 thermal frame.
+    #[arg(long)]
+    pub include_frames: bool,
+    #[arg(long, default_value = "room")]
+    pub locid_prefix: String,
+    /// Seconds between progress lines (on stderr).
+    #[arg(long, default_value_t = 2.0)]
+    pub report_interval: f64,
+    /// Also write the JSON results here.
+    #[arg(long)]
+    pub stats_file: Option<PathBuf>,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// The server's framewire port, where the end-to-end subscriber connects.
+    #[arg(long, default_value_t = 7878)]
+    pub subscribe_port: u16,
+    #[arg(long, env = "FRAMEWIRE_TOKEN")]
+    pub token: Option<String>,
+    /// Skip the subscriber (no end-to-end figures; what the original tool measured).
+    #[arg(long)]
+    pub no_subscriber: bool,
+    /// The server's pid for its CPU and RSS [default: the process listening on --port].
+    #[arg(long)]
+    pub server_pid: Option<u32>,
 }
 
 #[derive(Args, Clone)]

@@ -6,6 +6,7 @@ mod bench_ipc;
 mod cli;
 mod demo;
 mod inspect;
+mod loadgen;
 mod publish;
 mod serve;
 mod view;
@@ -37,6 +38,7 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             cli::Command::Serve(a) => serve::run(a).await,
             cli::Command::View(a) => view::run(a).await,
+            cli::Command::Loadgen(a) => loadgen::run(a).await,
             cli::Command::Publish(a) => {
                 tokio::task::spawn_blocking(move || publish::run(a)).await?
             }

@@ -7,6 +7,7 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::reader::Reader;
+use crate::sensor_line::Value;
 use crate::ProtoError;
 
 pub const MAGIC: [u8; 2] = *b"FW";
@@ -40,6 +41,9 @@ pub mod kind {
     pub const PING: u8 = 0x30;
     pub const PONG: u8 = 0x31;
     pub const COMMAND: u8 = 0x40;
+    pub const SAMPLE: u8 = 0x50;
+    pub const THERMAL: u8 = 0x51;
+    pub const MISSED: u8 = 0x52;
     pub const GOODBYE: u8 = 0x7F;
 }
 
@@ -49,7 +53,15 @@ pub enum Role {
     Viewer = 1,
     Publisher = 2,
     Control = 3,
+    /// Receives the named streams the Hello's stream field selects (a name, a prefix ending in
+    /// `/` or `*`, or `*` for all): Sample, Thermal and Missed packets.
+    Subscriber = 4,
 }
+
+/// Readings a Sample packet carries at most (keeps its body under `MAX_CONTROL_BODY`).
+pub const MAX_READINGS: usize = 32;
+/// Longest reading key.
+pub const MAX_KEY: usize = 32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -192,6 +204,28 @@ pub enum Packet {
         code: u16,
         reason: String,
     },
+    /// A timestamped set of readings of a stream (host → subscriber).
+    Sample {
+        stream: String,
+        device: String,
+        device_seq: u64,
+        accepted_us: u64,
+        readings: Vec<(String, Value)>,
+    },
+    /// A grid of 16-bit values, row-major (a thermal camera frame; host → subscriber).
+    Thermal {
+        stream: String,
+        device: String,
+        device_seq: u64,
+        accepted_us: u64,
+        width: u16,
+        height: u16,
+        values: Vec<u16>,
+    },
+    /// This many samples for this subscriber were lost here: its queue was full.
+    Missed {
+        samples: u64,
+    },
 }
 
 fn put_header(out: &mut BytesMut, ty: u8, body_len: usize) {
@@ -247,6 +281,9 @@ impl Packet {
             Packet::Ping { .. } => kind::PING,
             Packet::Pong { .. } => kind::PONG,
             Packet::Command { .. } => kind::COMMAND,
+            Packet::Sample { .. } => kind::SAMPLE,
+            Packet::Thermal { .. } => kind::THERMAL,
+            Packet::Missed { .. } => kind::MISSED,
             Packet::Goodbye { .. } => kind::GOODBYE,
         }
     }
@@ -342,6 +379,53 @@ impl Packet {
                 body.put_u16_le(r.len() as u16);
                 body.put_slice(r);
             }
+            Packet::Sample {
+                stream,
+                device,
+                device_seq,
+                accepted_us,
+                readings,
+            } => {
+                put_str8(&mut body, stream);
+                put_str8(&mut body, device);
+                body.put_u64_le(*device_seq);
+                body.put_u64_le(*accepted_us);
+                let n = readings.len().min(MAX_READINGS);
+                body.put_u8(n as u8);
+                for (k, v) in &readings[..n] {
+                    put_str8(&mut body, truncate_utf8(k, MAX_KEY));
+                    match v {
+                        Value::Int(i) => {
+                            body.put_u8(0);
+                            body.put_i64_le(*i);
+                        }
+                        Value::Float(f) => {
+                            body.put_u8(1);
+                            body.put_f64_le(*f);
+                        }
+                    }
+                }
+            }
+            Packet::Thermal {
+                stream,
+                device,
+                device_seq,
+                accepted_us,
+                width,
+                height,
+                values,
+            } => {
+                put_str8(&mut body, stream);
+                put_str8(&mut body, device);
+                body.put_u64_le(*device_seq);
+                body.put_u64_le(*accepted_us);
+                body.put_u16_le(*width);
+                body.put_u16_le(*height);
+                for v in values {
+                    body.put_u16_le(*v);
+                }
+            }
+            Packet::Missed { samples } => body.put_u64_le(*samples),
             Packet::Frame { .. } => unreachable!("handled above"),
         }
         put_header(out, self.type_byte(), body.len());
@@ -375,6 +459,7 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
                 1 => Role::Viewer,
                 2 => Role::Publisher,
                 3 => Role::Control,
+                4 => Role::Subscriber,
                 _ => {
                     return Err(ProtoError::InvalidField {
                         field: "hello.role",
@@ -544,6 +629,84 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
                 b: r.u32()?,
             }
         }
+        kind::SAMPLE => {
+            let mut r = Reader::new(&body, "sample");
+            let n = r.u8()? as usize;
+            let stream = r.str(n, "sample.stream")?;
+            let n = r.u8()? as usize;
+            let device = r.str(n, "sample.device")?;
+            let device_seq = r.u64()?;
+            let accepted_us = r.u64()?;
+            let count = r.u8()? as usize;
+            if count > MAX_READINGS {
+                return Err(ProtoError::InvalidField {
+                    field: "sample.count",
+                    why: "more than 32 readings",
+                });
+            }
+            let mut readings = Vec::with_capacity(count);
+            for _ in 0..count {
+                let n = r.u8()? as usize;
+                let key = r.str(n, "sample.key")?;
+                let value = match r.u8()? {
+                    0 => Value::Int(r.u64()? as i64),
+                    1 => Value::Float(f64::from_bits(r.u64()?)),
+                    _ => {
+                        return Err(ProtoError::InvalidField {
+                            field: "sample.tag",
+                            why: "unknown value type",
+                        })
+                    }
+                };
+                readings.push((key, value));
+            }
+            r.finish()?;
+            Packet::Sample {
+                stream,
+                device,
+                device_seq,
+                accepted_us,
+                readings,
+            }
+        }
+        kind::THERMAL => {
+            let mut r = Reader::new(&body, "thermal");
+            let n = r.u8()? as usize;
+            let stream = r.str(n, "thermal.stream")?;
+            let n = r.u8()? as usize;
+            let device = r.str(n, "thermal.device")?;
+            let device_seq = r.u64()?;
+            let accepted_us = r.u64()?;
+            let width = r.u16()?;
+            let height = r.u16()?;
+            let rest = r.rest();
+            if rest.len() != width as usize * height as usize * 2 {
+                return Err(ProtoError::BadLength {
+                    kind: "thermal",
+                    len: rest.len(),
+                    expected: width as usize * height as usize * 2,
+                });
+            }
+            let values = rest
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect();
+            Packet::Thermal {
+                stream,
+                device,
+                device_seq,
+                accepted_us,
+                width,
+                height,
+                values,
+            }
+        }
+        kind::MISSED => {
+            fixed("missed", &body, 8)?;
+            Packet::Missed {
+                samples: Reader::new(&body, "missed").u64()?,
+            }
+        }
         kind::GOODBYE => {
             let mut r = Reader::new(&body, "goodbye");
             let code = r.u16()?;
@@ -611,7 +774,7 @@ impl Decoder {
         }
         let ty = b[2];
         let len = u32::from_le_bytes(b[3..7].try_into().expect("4 bytes"));
-        let max = if ty == kind::FRAME {
+        let max = if ty == kind::FRAME || ty == kind::THERMAL {
             self.max_frame_body
         } else {
             MAX_CONTROL_BODY
@@ -650,6 +813,9 @@ pub fn kind_name(ty: u8) -> &'static str {
         kind::PING => "ping",
         kind::PONG => "pong",
         kind::COMMAND => "command",
+        kind::SAMPLE => "sample",
+        kind::THERMAL => "thermal",
+        kind::MISSED => "missed",
         kind::GOODBYE => "goodbye",
         _ => "unknown",
     }
@@ -663,10 +829,15 @@ mod tests {
     fn arb_packet() -> impl Strategy<Value = Packet> {
         let s = "[a-z/]{0,40}";
         prop_oneof![
-            (any::<u16>(), 1u8..=3, any::<u32>(), s, s).prop_map(
+            (any::<u16>(), 1u8..=4, any::<u32>(), s, s).prop_map(
                 |(version, r, caps, stream, token)| Packet::Hello {
                     version,
-                    role: [Role::Viewer, Role::Publisher, Role::Control][r as usize - 1],
+                    role: [
+                        Role::Viewer,
+                        Role::Publisher,
+                        Role::Control,
+                        Role::Subscriber
+                    ][r as usize - 1],
                     caps,
                     stream,
                     token
@@ -755,6 +926,54 @@ mod tests {
                 b
             }),
             (any::<u16>(), ".{0,100}").prop_map(|(code, reason)| Packet::Goodbye { code, reason }),
+            (
+                s,
+                s,
+                any::<u64>(),
+                any::<u64>(),
+                proptest::collection::vec(
+                    (
+                        "[A-Za-z0-9_]{1,32}",
+                        prop_oneof![
+                            any::<i64>().prop_map(Value::Int),
+                            (-1e12f64..1e12).prop_map(Value::Float)
+                        ]
+                    ),
+                    0..=MAX_READINGS
+                )
+            )
+                .prop_map(|(stream, device, device_seq, accepted_us, readings)| {
+                    Packet::Sample {
+                        stream,
+                        device,
+                        device_seq,
+                        accepted_us,
+                        readings,
+                    }
+                }),
+            (
+                s,
+                s,
+                any::<u64>(),
+                any::<u64>(),
+                0u16..40,
+                0u16..30,
+                any::<u16>()
+            )
+                .prop_map(
+                    |(stream, device, device_seq, accepted_us, width, height, v)| Packet::Thermal {
+                        stream,
+                        device,
+                        device_seq,
+                        accepted_us,
+                        width,
+                        height,
+                        values: (0..width as usize * height as usize)
+                            .map(|i| v.wrapping_add(i as u16))
+                            .collect(),
+                    }
+                ),
+            any::<u64>().prop_map(|samples| Packet::Missed { samples }),
         ]
     }
 

@@ -7,6 +7,7 @@ use framewire_proto::daylight::{
     self, HostDecoder, HostPacket, Touch, TouchDecoder, TouchEvent, TouchKind, ViewerDecoder,
     ViewerPacket,
 };
+use framewire_proto::sensor_line::Value;
 use framewire_proto::v1::{
     AckStatus, Codec, CommandCode, Decoder, FrameHeader, Packet, PixelFormat, Role,
     DEFAULT_MAX_FRAME_BODY,
@@ -142,6 +143,42 @@ fn v1_cases() -> Vec<(&'static str, Packet)> {
                 reason: "wrong or missing token".into(),
             },
         ),
+        (
+            "v1_hello_subscriber",
+            Packet::Hello {
+                version: 1,
+                role: Role::Subscriber,
+                caps: 0,
+                stream: "sensor/".into(),
+                token: String::new(),
+            },
+        ),
+        (
+            "v1_sample",
+            Packet::Sample {
+                stream: "sensor/room_1".into(),
+                device: "SIM409534".into(),
+                device_seq: 17,
+                accepted_us: 987_654_321,
+                readings: vec![
+                    ("ADC1".into(), Value::Int(-592)),
+                    ("T".into(), Value::Float(21.5)),
+                ],
+            },
+        ),
+        (
+            "v1_thermal",
+            Packet::Thermal {
+                stream: "thermal/room_1".into(),
+                device: "cam7".into(),
+                device_seq: 3,
+                accepted_us: 1000,
+                width: 3,
+                height: 2,
+                values: vec![0x0102, 0x0304, 0x0506, 0xFFFF, 0, 300],
+            },
+        ),
+        ("v1_missed", Packet::Missed { samples: 900 }),
     ]
 }
 

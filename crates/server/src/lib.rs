@@ -33,6 +33,7 @@ pub mod shm_viewer;
 mod state;
 mod status_file;
 pub mod streams;
+mod subscriber;
 pub mod viewer;
 mod wire_daylight;
 mod wire_v1;

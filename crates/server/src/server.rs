@@ -43,6 +43,8 @@ struct Ctx {
     cfg: ServerConfig,
     shared: Arc<Shared>,
     trace: Trace,
+    /// The stream hub, when the server has named streams (the sensor listener is on).
+    streams: Option<Arc<crate::streams::Streams>>,
 }
 
 impl Server {
@@ -72,10 +74,19 @@ impl Server {
             None => None,
         };
         let mut tasks = Vec::new();
+        let streams = match cfg.sensor_addr {
+            Some(_) => {
+                let (s, hub_task) = crate::streams::Streams::start(shared.counters.clone());
+                tasks.push(hub_task);
+                Some(s)
+            }
+            None => None,
+        };
         let ctx = Arc::new(Ctx {
             cfg: cfg.clone(),
             shared: shared.clone(),
             trace,
+            streams: streams.clone(),
         });
         let mut bound = [None, None];
         for (i, (addr, proto)) in [
@@ -107,21 +118,17 @@ impl Server {
             tasks.push(tokio::spawn(status_file::run(path.clone(), shared.clone())));
         }
         let mut sensor_addr = None;
-        let mut streams = None;
-        if let Some(addr) = cfg.sensor_addr {
+        if let (Some(addr), Some(s)) = (cfg.sensor_addr, &streams) {
             let l = TcpListener::bind(addr).await.with_context(|| {
                 format!("binding the sensor listener on {addr} (pick another with --sensor-port)")
             })?;
             sensor_addr = Some(l.local_addr()?);
             info!(addr = %l.local_addr()?, "sensor listener");
-            let (s, hub_task) = crate::streams::Streams::start(shared.counters.clone());
-            tasks.push(hub_task);
             tasks.push(tokio::spawn(crate::sensor::serve(
                 l,
                 s.clone(),
                 Arc::new(crate::sensor::SensorStats::default()),
             )));
-            streams = Some(s);
         }
         let mut threads = Vec::new();
         if let Some(name) = &cfg.shm_export {
@@ -291,6 +298,7 @@ fn check_hello(
     token: &str,
     stream: &str,
     required: Option<&str>,
+    has_streams: bool,
 ) -> Result<(), Refusal> {
     let refuse = |counter, code, reason: String| {
         Err(Refusal {
@@ -315,6 +323,16 @@ fn check_hello(
             goodbye::UNAUTHORIZED,
             "wrong or missing token".into(),
         );
+    }
+    if role == Role::Subscriber {
+        if !has_streams {
+            return refuse(
+                "stream",
+                goodbye::NO_SUCH_STREAM,
+                "this server has no named streams (start it with the sensor listener)".into(),
+            );
+        }
+        return Ok(());
     }
     if role != Role::Viewer {
         return refuse(
@@ -404,12 +422,23 @@ async fn serve_v1(mut sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::R
             .await;
         }
     };
-    if let Err(r) = check_hello(version, role, &token, &stream, ctx.cfg.token.as_deref()) {
+    let has_streams = ctx.streams.is_some();
+    if let Err(r) = check_hello(
+        version,
+        role,
+        &token,
+        &stream,
+        ctx.cfg.token.as_deref(),
+        has_streams,
+    ) {
         shared
             .counters
             .inc(&format!("handshake_rejected.{}", r.counter));
         warn!(%peer, reason = %r.reason, "viewer refused");
         return goodbye_and_close(&mut sock, r.code, r.reason).await;
+    }
+    if let (Role::Subscriber, Some(streams)) = (role, &ctx.streams) {
+        return crate::subscriber::serve(sock, dec, peer, streams, &stream).await;
     }
     let viewer = register(ctx, Protocol::V1, peer);
     sock.write_all(
@@ -490,29 +519,31 @@ mod tests {
 
     #[test]
     fn hello_rules() {
-        assert_eq!(check_hello(1, Role::Viewer, "", "", None), Ok(()));
+        assert_eq!(check_hello(1, Role::Viewer, "", "", None, false), Ok(()));
         assert_eq!(
-            check_hello(1, Role::Viewer, "t", "screen", Some("t")),
+            check_hello(1, Role::Viewer, "t", "screen", Some("t"), false),
             Ok(())
         );
         assert_eq!(
-            check_hello(2, Role::Viewer, "", "", None).unwrap_err().code,
+            check_hello(2, Role::Viewer, "", "", None, false)
+                .unwrap_err()
+                .code,
             goodbye::UNSUPPORTED_VERSION
         );
         assert_eq!(
-            check_hello(1, Role::Viewer, "x", "", Some("t"))
+            check_hello(1, Role::Viewer, "x", "", Some("t"), false)
                 .unwrap_err()
                 .counter,
             "token"
         );
         assert_eq!(
-            check_hello(1, Role::Publisher, "", "", None)
+            check_hello(1, Role::Publisher, "", "", None, false)
                 .unwrap_err()
                 .counter,
             "role"
         );
         assert_eq!(
-            check_hello(1, Role::Viewer, "", "cam", None)
+            check_hello(1, Role::Viewer, "", "cam", None, false)
                 .unwrap_err()
                 .code,
             goodbye::NO_SUCH_STREAM

@@ -146,3 +146,70 @@ async fn a_subscriber_that_stops_reading_is_told_what_it_missed() {
     assert_eq!(stalled.missed(), 900);
     server.shutdown().await;
 }
+
+/// A subscriber over framewire v1 (role Subscriber, a prefix filter) gets Sample packets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v1_subscriber_receives_samples_over_tcp() {
+    use framewire_proto::sensor_line::Value as V;
+    use framewire_proto::v1::{self, Packet, Role};
+    let server = Server::start(ServerConfig {
+        source: SourceSpec::Synthetic(Scene::Idle),
+        resolution: Resolution {
+            width: 64,
+            height: 48,
+        },
+        v1_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        daylight_addr: None,
+        sensor_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut sub = TcpStream::connect(server.v1_addr.unwrap()).await.unwrap();
+    let hello = Packet::Hello {
+        version: v1::VERSION,
+        role: Role::Subscriber,
+        caps: 0,
+        stream: "sensor/".into(),
+        token: String::new(),
+    };
+    sub.write_all(&hello.to_bytes()).await.unwrap();
+    let mut dec = v1::Decoder::new(v1::DEFAULT_MAX_FRAME_BODY);
+    let mut got = Vec::new();
+    let mut sent = false;
+    while got.len() < 50 {
+        while let Some(p) = dec.next_packet().unwrap() {
+            match p {
+                Packet::Welcome { .. } if !sent => {
+                    sent = true;
+                    let mut lines = vec!["#locid:lab!".to_string()];
+                    lines.extend((0..50).map(|k| format!("#Sensor:ADC1={k},T=1.5!")));
+                    lines.push(format!("#frame:{}!", thermal_hex(1)));
+                    tokio::spawn(device(server.sensor_addr.unwrap(), lines, 100));
+                }
+                Packet::Sample {
+                    stream, readings, ..
+                } => {
+                    assert_eq!(stream, "sensor/lab");
+                    got.push(readings);
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        if got.len() >= 50 {
+            break;
+        }
+        let n = match tokio::time::timeout(Duration::from_secs(10), sub.read_buf(dec.buffer_mut()))
+            .await
+        {
+            Ok(n) => n.unwrap(),
+            Err(_) => panic!("samples stopped: {:?}", server.counters()),
+        };
+        assert!(n > 0, "the server closed the subscriber");
+    }
+    for (k, r) in got.iter().enumerate() {
+        assert_eq!(r[0], ("ADC1".to_string(), V::Int(k as i64)));
+        assert_eq!(r[1], ("T".to_string(), V::Float(1.5)));
+    }
+    server.shutdown().await;
+}

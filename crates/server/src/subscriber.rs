@@ -1,0 +1,113 @@
+//! A framewire v1 subscriber connection (Hello with role Subscriber; its stream field is the
+//! filter: a name, a prefix ending in `/` or `*`, or `*`): Sample, Thermal and Missed packets,
+//! in the order the hub delivers them, batched into as few writes as possible.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use framewire_hub::{Delivery, Filter, Item, Value};
+use framewire_proto::sensor_line;
+use framewire_proto::v1::{self, caps, Packet};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tracing::{info, warn};
+
+use crate::streams::{Streams, DEFAULT_SUBSCRIBER_CAPACITY};
+
+/// Bytes gathered before a write when more deliveries are waiting.
+const BATCH: usize = 64 * 1024;
+
+fn packet(d: Delivery) -> Packet {
+    match d {
+        Delivery::Missed { samples } => Packet::Missed { samples },
+        Delivery::Item(Item::Sample(s)) => Packet::Sample {
+            stream: s.stream.to_string(),
+            device: s.device.to_string(),
+            device_seq: s.device_seq,
+            accepted_us: s.accepted_us,
+            readings: s
+                .readings
+                .iter()
+                .map(|(k, v)| {
+                    let v = match *v {
+                        Value::Int(i) => sensor_line::Value::Int(i),
+                        Value::Float(f) => sensor_line::Value::Float(f),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        },
+        Delivery::Item(Item::Thermal(t)) => Packet::Thermal {
+            stream: t.stream.to_string(),
+            device: t.device.to_string(),
+            device_seq: t.device_seq,
+            accepted_us: t.accepted_us,
+            width: t.width.min(u16::MAX as u32) as u16,
+            height: t.height.min(u16::MAX as u32) as u16,
+            values: t.values.clone(),
+        },
+    }
+}
+
+pub async fn serve(
+    mut sock: TcpStream,
+    mut dec: v1::Decoder,
+    peer: SocketAddr,
+    streams: &Arc<Streams>,
+    filter: &str,
+) -> anyhow::Result<()> {
+    let sub = streams.subscribe(Filter::parse(filter), DEFAULT_SUBSCRIBER_CAPACITY);
+    sock.write_all(
+        &Packet::Welcome {
+            version: v1::VERSION,
+            caps: caps::ALL,
+            session: 0,
+        }
+        .to_bytes(),
+    )
+    .await?;
+    streams.counters.inc("subscribers_connected");
+    info!(%peer, filter, "subscriber connected");
+    let (mut rd, mut wr) = sock.into_split();
+    let reader = async {
+        loop {
+            while let Some(p) = dec.next_packet()? {
+                match p {
+                    Packet::Goodbye { .. } => return Ok::<(), anyhow::Error>(()),
+                    // Pings and anything else a subscriber may send are not needed here.
+                    _ => streams.counters.inc("subscriber_packets_ignored"),
+                }
+            }
+            if rd.read_buf(dec.buffer_mut()).await? == 0 {
+                return Ok(());
+            }
+        }
+    };
+    let writer = async {
+        let mut buf = BytesMut::with_capacity(BATCH);
+        loop {
+            let first = sub.next().await;
+            buf.clear();
+            packet(first).encode(&mut buf);
+            while buf.len() < BATCH {
+                match sub.try_next() {
+                    Some(d) => packet(d).encode(&mut buf),
+                    None => break,
+                }
+            }
+            wr.write_all(&buf).await?;
+        }
+        #[allow(unreachable_code)]
+        Ok::<(), anyhow::Error>(())
+    };
+    let r = tokio::select! {
+        r = reader => r,
+        r = writer => r,
+    };
+    if let Err(e) = &r {
+        warn!(%peer, error = %e, "subscriber connection ended");
+    }
+    streams.counters.inc("subscribers_disconnected");
+    r
+}
