@@ -253,6 +253,41 @@ fn truncate_utf8(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// Encodes a Sample packet straight from borrowed fields (no `Packet` to build: the hub's
+/// subscribers send thousands a second). At most [`MAX_READINGS`] readings are written.
+pub fn encode_sample<'a>(
+    out: &mut BytesMut,
+    stream: &str,
+    device: &str,
+    device_seq: u64,
+    accepted_us: u64,
+    readings: impl ExactSizeIterator<Item = (&'a str, Value)>,
+) {
+    let n = readings.len().min(MAX_READINGS);
+    let start = out.len();
+    put_header(out, kind::SAMPLE, 0);
+    put_str8(out, stream);
+    put_str8(out, device);
+    out.put_u64_le(device_seq);
+    out.put_u64_le(accepted_us);
+    out.put_u8(n as u8);
+    for (k, v) in readings.take(n) {
+        put_str8(out, truncate_utf8(k, MAX_KEY));
+        match v {
+            Value::Int(i) => {
+                out.put_u8(0);
+                out.put_i64_le(i);
+            }
+            Value::Float(f) => {
+                out.put_u8(1);
+                out.put_f64_le(f);
+            }
+        }
+    }
+    let body = (out.len() - start - HEADER_LEN) as u32;
+    out[start + 3..start + 7].copy_from_slice(&body.to_le_bytes());
+}
+
 /// The frame packet's header and fixed fields; `payload_len` bytes of payload follow.
 pub fn frame_prefix(h: &FrameHeader, payload_len: usize) -> [u8; HEADER_LEN + FRAME_FIELDS_LEN] {
     let mut b = BytesMut::with_capacity(HEADER_LEN + FRAME_FIELDS_LEN);
@@ -386,25 +421,15 @@ impl Packet {
                 accepted_us,
                 readings,
             } => {
-                put_str8(&mut body, stream);
-                put_str8(&mut body, device);
-                body.put_u64_le(*device_seq);
-                body.put_u64_le(*accepted_us);
-                let n = readings.len().min(MAX_READINGS);
-                body.put_u8(n as u8);
-                for (k, v) in &readings[..n] {
-                    put_str8(&mut body, truncate_utf8(k, MAX_KEY));
-                    match v {
-                        Value::Int(i) => {
-                            body.put_u8(0);
-                            body.put_i64_le(*i);
-                        }
-                        Value::Float(f) => {
-                            body.put_u8(1);
-                            body.put_f64_le(*f);
-                        }
-                    }
-                }
+                encode_sample(
+                    out,
+                    stream,
+                    device,
+                    *device_seq,
+                    *accepted_us,
+                    readings.iter().map(|(k, v)| (k.as_str(), *v)),
+                );
+                return;
             }
             Packet::Thermal {
                 stream,

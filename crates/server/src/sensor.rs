@@ -20,6 +20,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{debug, info, warn};
 
+use framewire_telemetry::Counter;
+
 use crate::clock::now_us;
 use crate::streams::Streams;
 
@@ -58,6 +60,9 @@ pub async fn serve(l: TcpListener, streams: Arc<Streams>, stats: Arc<SensorStats
 /// One device connection's state.
 struct Device {
     peer: SocketAddr,
+    /// Counter handles, looked up once per connection rather than once per line.
+    samples_accepted: Counter,
+    thermal_accepted: Counter,
     location: Option<String>,
     serial: Option<String>,
     seq: u64,
@@ -91,6 +96,8 @@ async fn device(
     sock.write_all(sensor_line::GREETING).await?;
     let mut dev = Device {
         peer,
+        samples_accepted: streams.counters.get("sensor_samples_accepted"),
+        thermal_accepted: streams.counters.get("sensor_thermal_accepted"),
         location: None,
         serial: None,
         seq: 0,
@@ -173,10 +180,10 @@ async fn handle(p: Packet, dev: &mut Device, streams: &Streams) {
         })),
     };
     dev.seq += 1;
-    streams.counters.inc(match &item {
-        Item::Sample(_) => "sensor_samples_accepted",
-        Item::Thermal(_) => "sensor_thermal_accepted",
-    });
+    match &item {
+        Item::Sample(_) => dev.samples_accepted.inc(),
+        Item::Thermal(_) => dev.thermal_accepted.inc(),
+    }
     if streams.publish(item).await.is_err() {
         streams.counters.inc("sensor_hub_gone");
     }

@@ -60,6 +60,9 @@ impl Streams {
 
     /// Resolves when publishers may read from their sockets again.
     pub async fn wait_unpaused(&self) {
+        if !*self.paused.borrow() {
+            return; // the common case: no allocation, no subscription
+        }
         let mut rx = self.paused.subscribe();
         if *rx.borrow_and_update() {
             self.counters.inc("stream_reads_paused");

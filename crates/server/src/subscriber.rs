@@ -18,26 +18,23 @@ use crate::streams::{Streams, DEFAULT_SUBSCRIBER_CAPACITY};
 /// Bytes gathered before a write when more deliveries are waiting.
 const BATCH: usize = 64 * 1024;
 
-fn packet(d: Delivery) -> Packet {
+fn encode(d: Delivery, out: &mut BytesMut) {
     match d {
-        Delivery::Missed { samples } => Packet::Missed { samples },
-        Delivery::Item(Item::Sample(s)) => Packet::Sample {
-            stream: s.stream.to_string(),
-            device: s.device.to_string(),
-            device_seq: s.device_seq,
-            accepted_us: s.accepted_us,
-            readings: s
-                .readings
-                .iter()
-                .map(|(k, v)| {
-                    let v = match *v {
-                        Value::Int(i) => sensor_line::Value::Int(i),
-                        Value::Float(f) => sensor_line::Value::Float(f),
-                    };
-                    (k.clone(), v)
-                })
-                .collect(),
-        },
+        Delivery::Missed { samples } => Packet::Missed { samples }.encode(out),
+        Delivery::Item(Item::Sample(s)) => v1::encode_sample(
+            out,
+            &s.stream,
+            &s.device,
+            s.device_seq,
+            s.accepted_us,
+            s.readings.iter().map(|(k, v)| {
+                let v = match *v {
+                    Value::Int(i) => sensor_line::Value::Int(i),
+                    Value::Float(f) => sensor_line::Value::Float(f),
+                };
+                (k.as_str(), v)
+            }),
+        ),
         Delivery::Item(Item::Thermal(t)) => Packet::Thermal {
             stream: t.stream.to_string(),
             device: t.device.to_string(),
@@ -46,7 +43,8 @@ fn packet(d: Delivery) -> Packet {
             width: t.width.min(u16::MAX as u32) as u16,
             height: t.height.min(u16::MAX as u32) as u16,
             values: t.values.clone(),
-        },
+        }
+        .encode(out),
     }
 }
 
@@ -89,10 +87,10 @@ pub async fn serve(
         loop {
             let first = sub.next().await;
             buf.clear();
-            packet(first).encode(&mut buf);
+            encode(first, &mut buf);
             while buf.len() < BATCH {
                 match sub.try_next() {
-                    Some(d) => packet(d).encode(&mut buf),
+                    Some(d) => encode(d, &mut buf),
                     None => break,
                 }
             }
