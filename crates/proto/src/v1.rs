@@ -253,6 +253,22 @@ fn truncate_utf8(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// Where a stream item came from: the fields Sample and Thermal start with.
+fn put_origin(out: &mut BytesMut, stream: &str, device: &str, seq: u64, accepted_us: u64) {
+    put_str8(out, stream);
+    put_str8(out, device);
+    out.put_u64_le(seq);
+    out.put_u64_le(accepted_us);
+}
+
+fn read_origin(r: &mut Reader<'_>) -> Result<(String, String, u64, u64), ProtoError> {
+    let n = r.u8()? as usize;
+    let stream = r.str(n, "stream")?;
+    let n = r.u8()? as usize;
+    let device = r.str(n, "device")?;
+    Ok((stream, device, r.u64()?, r.u64()?))
+}
+
 /// Encodes a Sample packet straight from borrowed fields (no `Packet` to build: the hub's
 /// subscribers send thousands a second). At most [`MAX_READINGS`] readings are written.
 pub fn encode_sample<'a>(
@@ -266,10 +282,7 @@ pub fn encode_sample<'a>(
     let n = readings.len().min(MAX_READINGS);
     let start = out.len();
     put_header(out, kind::SAMPLE, 0);
-    put_str8(out, stream);
-    put_str8(out, device);
-    out.put_u64_le(device_seq);
-    out.put_u64_le(accepted_us);
+    put_origin(out, stream, device, device_seq, accepted_us);
     out.put_u8(n as u8);
     for (k, v) in readings.take(n) {
         put_str8(out, truncate_utf8(k, MAX_KEY));
@@ -440,10 +453,7 @@ impl Packet {
                 height,
                 values,
             } => {
-                put_str8(&mut body, stream);
-                put_str8(&mut body, device);
-                body.put_u64_le(*device_seq);
-                body.put_u64_le(*accepted_us);
+                put_origin(&mut body, stream, device, *device_seq, *accepted_us);
                 body.put_u16_le(*width);
                 body.put_u16_le(*height);
                 for v in values {
@@ -656,12 +666,7 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
         }
         kind::SAMPLE => {
             let mut r = Reader::new(&body, "sample");
-            let n = r.u8()? as usize;
-            let stream = r.str(n, "sample.stream")?;
-            let n = r.u8()? as usize;
-            let device = r.str(n, "sample.device")?;
-            let device_seq = r.u64()?;
-            let accepted_us = r.u64()?;
+            let (stream, device, device_seq, accepted_us) = read_origin(&mut r)?;
             let count = r.u8()? as usize;
             if count > MAX_READINGS {
                 return Err(ProtoError::InvalidField {
@@ -696,12 +701,7 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
         }
         kind::THERMAL => {
             let mut r = Reader::new(&body, "thermal");
-            let n = r.u8()? as usize;
-            let stream = r.str(n, "thermal.stream")?;
-            let n = r.u8()? as usize;
-            let device = r.str(n, "thermal.device")?;
-            let device_seq = r.u64()?;
-            let accepted_us = r.u64()?;
+            let (stream, device, device_seq, accepted_us) = read_origin(&mut r)?;
             let width = r.u16()?;
             let height = r.u16()?;
             let rest = r.rest();
