@@ -76,9 +76,7 @@ impl Server {
         let mut tasks = Vec::new();
         let streams = match cfg.sensor_addr {
             Some(_) => {
-                let (s, hub_task) = crate::streams::Streams::start(shared.counters.clone());
-                tasks.push(hub_task);
-                Some(s)
+                Some(crate::streams::Streams::start(shared.counters.clone()))
             }
             None => None,
         };
@@ -196,6 +194,9 @@ impl ServerHandle {
 
     pub async fn shutdown(mut self) {
         self.shared.shutdown.send_replace(true);
+        if let Some(s) = &self.streams {
+            s.stop();
+        }
         for t in self.tasks.drain(..) {
             t.abort();
         }

@@ -2,6 +2,9 @@
 //! the hub task offers each to every matching subscriber (`framewire_hub`), and subscribers
 //! take deliveries when they are ready.
 //!
+//! The hub runs on a thread of its own (seed 003's single-threaded engine): however slow it
+//! gets, it never holds up the async workers that read the sockets.
+//!
 //! Back-pressure, not unbounded queues: when the hub task falls behind (its input queue is
 //! above the high-water mark), publishers are told to pause reading their sockets, so TCP slows
 //! the devices down; they resume when the queue drains below the low-water mark (hysteresis,
@@ -30,22 +33,35 @@ pub struct Streams {
     hub: Mutex<Hub>,
     wakers: Mutex<HashMap<SubscriberId, Arc<Notify>>>,
     paused: watch::Sender<bool>,
+    stop: Notify,
     pub counters: Counters,
 }
 
 impl Streams {
-    /// Starts the hub task; returns the handle and the task.
-    pub fn start(counters: Counters) -> (Arc<Streams>, tokio::task::JoinHandle<()>) {
+    /// Starts the hub on its own thread (from inside a tokio runtime). [`Streams::stop`] ends
+    /// it.
+    pub fn start(counters: Counters) -> Arc<Streams> {
         let (input, rx) = mpsc::channel(INPUT_CAPACITY);
         let s = Arc::new(Streams {
             input,
             hub: Mutex::new(Hub::new()),
             wakers: Mutex::new(HashMap::new()),
             paused: watch::channel(false).0,
+            stop: Notify::new(),
             counters,
         });
-        let task = tokio::spawn(run_hub(s.clone(), rx));
-        (s, task)
+        let rt = tokio::runtime::Handle::current();
+        let s2 = s.clone();
+        std::thread::Builder::new()
+            .name("framewire-hub".into())
+            .spawn(move || rt.block_on(run_hub(s2, rx)))
+            .expect("spawning the hub thread");
+        s
+    }
+
+    /// Ends the hub thread.
+    pub fn stop(&self) {
+        self.stop.notify_one();
     }
 
     /// Items waiting for the hub task.
@@ -85,6 +101,12 @@ impl Streams {
         }
     }
 
+    /// Holds the hub as a stalled consumer would, until the guard drops (back-pressure tests).
+    #[doc(hidden)]
+    pub fn stall(&self) -> std::sync::MutexGuard<'_, Hub> {
+        lock(&self.hub)
+    }
+
     pub fn hub_counters(&self) -> HubCounters {
         lock(&self.hub).counters()
     }
@@ -101,7 +123,14 @@ impl Streams {
 
 async fn run_hub(s: Arc<Streams>, mut rx: mpsc::Receiver<Item>) {
     let mut batch = Vec::with_capacity(256);
-    while rx.recv_many(&mut batch, 256).await > 0 {
+    loop {
+        let n = tokio::select! {
+            n = rx.recv_many(&mut batch, 256) => n,
+            _ = s.stop.notified() => 0,
+        };
+        if n == 0 {
+            break;
+        }
         {
             let mut hub = lock(&s.hub);
             for item in batch.drain(..) {

@@ -213,3 +213,61 @@ async fn a_v1_subscriber_receives_samples_over_tcp() {
     }
     server.shutdown().await;
 }
+
+/// When the hub stalls, devices are slowed through TCP instead of queued without bound; when it
+/// resumes, reading pauses until the backlog drains below the low-water mark, and nothing is
+/// lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_stalled_hub_pushes_back_on_devices_and_loses_nothing() {
+    use framewire_server::streams::INPUT_CAPACITY;
+    let server = server().await;
+    let addr = server.sensor_addr.unwrap();
+    let streams = server.streams().unwrap().clone();
+    let sub = streams.subscribe(Filter::All, 1 << 20);
+    // ≈19 MB: more than the server's input holds plus both sockets' kernel buffers.
+    let n = 1_000_000u64;
+    let lines: Vec<String> = (0..n).map(|k| format!("#Sensor:ADC1={k}!")).collect();
+    let sender = {
+        let stall = streams.stall();
+        let sender = tokio::spawn(device(addr, lines, 64 * 1024));
+        // The hub's input fills, then the connection stops reading: the device's writes block
+        // in TCP instead of piling up in the server.
+        let t = std::time::Instant::now();
+        while streams.depth() < INPUT_CAPACITY && t.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(streams.depth(), INPUT_CAPACITY);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            streams.depth(),
+            INPUT_CAPACITY,
+            "the input grew past its bound"
+        );
+        assert!(
+            !sender.is_finished(),
+            "the device should be held back by TCP"
+        );
+        drop(stall);
+        sender
+    };
+    let mut k = 0;
+    while k < n as i64 {
+        match tokio::time::timeout(Duration::from_secs(10), sub.next())
+            .await
+            .expect("readings stopped")
+        {
+            Delivery::Item(Item::Sample(s)) => {
+                assert_eq!(s.readings[0].1, Value::Int(k));
+                k += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    sender.await.unwrap();
+    assert!(
+        server.counter("stream_pauses") >= 1,
+        "reads were never paused"
+    );
+    assert!(!streams.is_paused());
+    server.shutdown().await;
+}
