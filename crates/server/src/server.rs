@@ -75,9 +75,7 @@ impl Server {
         };
         let mut tasks = Vec::new();
         let streams = match cfg.sensor_addr {
-            Some(_) => {
-                Some(crate::streams::Streams::start(shared.counters.clone()))
-            }
+            Some(_) => Some(crate::streams::Streams::start(shared.counters.clone())),
             None => None,
         };
         let ctx = Arc::new(Ctx {
