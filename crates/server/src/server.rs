@@ -74,10 +74,9 @@ impl Server {
             None => None,
         };
         let mut tasks = Vec::new();
-        let streams = match cfg.sensor_addr {
-            Some(_) => Some(crate::streams::Streams::start(shared.counters.clone())),
-            None => None,
-        };
+        let streams = cfg
+            .sensor_addr
+            .map(|_| crate::streams::Streams::start(shared.counters.clone()));
         let ctx = Arc::new(Ctx {
             cfg: cfg.clone(),
             shared: shared.clone(),

@@ -228,16 +228,18 @@ async fn a_stalled_hub_pushes_back_on_devices_and_loses_nothing() {
     let n = 1_000_000u64;
     let lines: Vec<String> = (0..n).map(|k| format!("#Sensor:ADC1={k}!")).collect();
     let sender = {
+        // The test's own thread holds the hub (it is not one of the runtime's workers, so
+        // sleeping here blocks nothing the server needs).
         let stall = streams.stall();
         let sender = tokio::spawn(device(addr, lines, 64 * 1024));
         // The hub's input fills, then the connection stops reading: the device's writes block
         // in TCP instead of piling up in the server.
         let t = std::time::Instant::now();
         while streams.depth() < INPUT_CAPACITY && t.elapsed() < Duration::from_secs(10) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(streams.depth(), INPUT_CAPACITY);
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        std::thread::sleep(Duration::from_millis(200));
         assert_eq!(
             streams.depth(),
             INPUT_CAPACITY,
