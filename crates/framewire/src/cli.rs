@@ -29,7 +29,7 @@ pub enum Command {
     /// Per-stage latency of a running server (through its control socket).
     Latency(LatencyArgs),
     /// Send a control command to a running server: brightness 200, warmth 80, backlight off,
-    /// resolution sharp, status, health, ...
+    /// resolution sharp, status, health, device all REQUEST1, ...
     Ctl(CtlArgs),
     /// Load test for the sensor listener, with the EmberEye tool's options and JSON, plus
     /// end-to-end latency through a subscriber, lost readings, and the server's CPU and RSS.
@@ -232,8 +232,8 @@ pub struct LatencyArgs {
 
 #[derive(Args, Clone)]
 pub struct CtlArgs {
-    /// The verb and its argument, e.g. `brightness 200`.
-    #[arg(required = true, num_args = 1..=2)]
+    /// The verb and its arguments, e.g. `brightness 200` or `device all REQUEST1`.
+    #[arg(required = true, num_args = 1..=3)]
     pub words: Vec<String>,
     #[arg(long)]
     pub control_socket: Option<PathBuf>,

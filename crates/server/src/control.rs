@@ -180,13 +180,33 @@ pub(crate) fn execute(line: &str, shared: &Shared) -> String {
                 "ERR no frame captured yet\n".to_string()
             }
         }
+        "DEVICE" => {
+            let (Some(target), Some(cmd)) = (arg, it.next()) else {
+                return "ERR usage: DEVICE <all|serial|location|peer> <COMMAND>\n".to_string();
+            };
+            let cmd = cmd.to_ascii_uppercase();
+            if !crate::devices::valid_command(&cmd) {
+                return format!("ERR {cmd:?} is not a device command (A-Z, 0-9, _; at most 32)\n");
+            }
+            let sent = shared.devices.send(target, &cmd);
+            shared.counters.inc("device_commands");
+            match sent.matched {
+                0 => format!("ERR no connected device matches {target:?}\n"),
+                n if sent.full > 0 => format!(
+                    "OK sent {cmd} to {} of {n} devices; {} are not reading their commands\n",
+                    n - sent.full,
+                    sent.full
+                ),
+                n => format!("OK sent {cmd} to {n} devices\n"),
+            }
+        }
         "REPORT" => match serde_json::to_string(&build_report(shared)) {
             Ok(j) => format!("OK\n{j}\n"),
             Err(e) => format!("ERR {e}\n"),
         },
         "" => "ERR empty command\n".to_string(),
         other => format!(
-            "ERR unknown command {other:?}; verbs: BRIGHTNESS WARMTH BACKLIGHT RESOLUTION START STOP STATUS RESTART RECONNECT LATENCY HEALTH REPORT\n"
+            "ERR unknown command {other:?}; verbs: BRIGHTNESS WARMTH BACKLIGHT RESOLUTION START STOP STATUS RESTART RECONNECT LATENCY HEALTH REPORT DEVICE\n"
         ),
     }
 }

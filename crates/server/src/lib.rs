@@ -15,6 +15,7 @@
 //! | `report.rs` | the latency report assembled from shared state |
 //! | `viewer.rs` | the headless viewer: decode, apply, verify, ACK, stats |
 //! | `streams.rs` | the stream hub at run time: publishers → hub task → subscribers, with back-pressure |
+//! | `devices.rs` | the sensor devices connected now, and commands to them |
 //! | `sensor.rs` | the EmberEye-compatible sensor line listener (port 9001) |
 //! | `shm_export.rs` | every frame to a shared-memory route, for local consumers |
 //! | `shm_viewer.rs` | a local viewer of such a route: verify, measure |
@@ -22,6 +23,7 @@
 pub mod clock;
 pub mod config;
 pub mod control;
+pub mod devices;
 mod frame;
 mod pipeline;
 pub mod report;

@@ -18,11 +18,13 @@ use framewire_hub::{Item, Sample, Thermal, Value};
 use framewire_proto::sensor_line::{self, LineError, LineSplitter, Packet};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
 use framewire_telemetry::Counter;
 
 use crate::clock::now_us;
+use crate::devices::Devices;
 use crate::streams::Streams;
 
 /// Figures of the sensor listener, read by the report and the metrics.
@@ -34,7 +36,12 @@ pub struct SensorStats {
     pub lines: AtomicU64,
 }
 
-pub async fn serve(l: TcpListener, streams: Arc<Streams>, stats: Arc<SensorStats>) {
+pub async fn serve(
+    l: TcpListener,
+    streams: Arc<Streams>,
+    stats: Arc<SensorStats>,
+    devices: Arc<Devices>,
+) {
     loop {
         let (sock, peer) = match l.accept().await {
             Ok(x) => x,
@@ -45,13 +52,15 @@ pub async fn serve(l: TcpListener, streams: Arc<Streams>, stats: Arc<SensorStats
                 continue;
             }
         };
-        let (streams, stats) = (streams.clone(), stats.clone());
+        let (streams, stats, devices) = (streams.clone(), stats.clone(), devices.clone());
         tokio::spawn(async move {
             stats.connections.fetch_add(1, Ordering::Relaxed);
             stats.open.fetch_add(1, Ordering::Relaxed);
-            if let Err(e) = device(sock, peer, &streams, &stats).await {
+            let (id, commands) = devices.register(peer);
+            if let Err(e) = device(sock, peer, &streams, &stats, (id, &devices, commands)).await {
                 debug!(%peer, error = %e, "sensor connection ended");
             }
+            devices.unregister(id);
             stats.open.fetch_sub(1, Ordering::Relaxed);
         });
     }
@@ -86,14 +95,19 @@ impl Device {
     }
 }
 
+/// This connection's place in the device registry and its command queue.
+type Registration<'a> = (u64, &'a Devices, mpsc::Receiver<String>);
+
 async fn device(
     mut sock: TcpStream,
     peer: SocketAddr,
     streams: &Streams,
     stats: &SensorStats,
+    (id, devices, mut commands): Registration<'_>,
 ) -> std::io::Result<()> {
     let _ = sock.set_nodelay(true);
     sock.write_all(sensor_line::GREETING).await?;
+    let (mut rd, mut wr) = sock.into_split();
     let mut dev = Device {
         peer,
         samples_accepted: streams.counters.get("sensor_samples_accepted"),
@@ -107,8 +121,17 @@ async fn device(
     let mut buf = vec![0u8; 64 * 1024];
     let mut last_warn = Instant::now() - Duration::from_secs(10);
     loop {
-        streams.wait_unpaused().await;
-        let n = sock.read(&mut buf).await?;
+        let n = tokio::select! {
+            r = async {
+                streams.wait_unpaused().await;
+                rd.read(&mut buf).await
+            } => r?,
+            Some(cmd) = commands.recv() => {
+                wr.write_all(format!("{cmd}\n").as_bytes()).await?;
+                streams.counters.inc("device_commands_sent");
+                continue;
+            }
+        };
         if n == 0 {
             return Ok(());
         }
@@ -119,7 +142,14 @@ async fn device(
             stats.lines.fetch_add(1, Ordering::Relaxed);
             match parsed {
                 Ok(None) => {}
-                Ok(Some(p)) => handle(p, &mut dev, streams).await,
+                Ok(Some(p)) => {
+                    if let Packet::SerialNo(s) | Packet::LocId(s) = &p {
+                        let serial = matches!(p, Packet::SerialNo(_)).then_some(s.as_str());
+                        let loc = matches!(p, Packet::LocId(_)).then_some(s.as_str());
+                        devices.identify(id, serial, loc);
+                    }
+                    handle(p, &mut dev, streams).await
+                }
                 Err(e) => reject(&e, &dev, streams, &mut last_warn),
             }
         }

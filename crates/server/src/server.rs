@@ -123,6 +123,7 @@ impl Server {
                 l,
                 s.clone(),
                 Arc::new(crate::sensor::SensorStats::default()),
+                shared.devices.clone(),
             )));
         }
         let mut threads = Vec::new();

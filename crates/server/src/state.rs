@@ -74,6 +74,8 @@ pub struct Shared {
     pub resolution: watch::Sender<(u32, u32)>,
     pub source_name: Mutex<String>,
     pub started_us: u64,
+    /// Sensor devices connected now (for commands to them).
+    pub devices: Arc<crate::devices::Devices>,
 }
 
 impl Shared {
@@ -92,6 +94,7 @@ impl Shared {
             resolution: watch::channel(size).0,
             source_name: Mutex::new(String::new()),
             started_us,
+            devices: Default::default(),
         })
     }
 

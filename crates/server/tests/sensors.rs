@@ -273,3 +273,66 @@ async fn a_stalled_hub_pushes_back_on_devices_and_loses_nothing() {
     assert!(!streams.is_paused());
     server.shutdown().await;
 }
+
+/// Commands reach devices through the control socket, by location, serial or `all`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_socket_commands_reach_devices() {
+    use framewire_server::control::request;
+    let sock = std::env::temp_dir().join(format!("fw-devcmd-{}.sock", std::process::id()));
+    let server = Server::start(ServerConfig {
+        source: SourceSpec::Synthetic(Scene::Idle),
+        resolution: Resolution {
+            width: 64,
+            height: 48,
+        },
+        v1_addr: None,
+        daylight_addr: None,
+        sensor_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        control_socket: Some(sock.clone()),
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut dev = TcpStream::connect(server.sensor_addr.unwrap())
+        .await
+        .unwrap();
+    let mut greet = [0u8; 11];
+    dev.read_exact(&mut greet).await.unwrap();
+    dev.write_all(b"#serialno:SIM1!\n#locid:kitchen!\n")
+        .await
+        .unwrap();
+    // The registry learns the location when the line is read: retry briefly.
+    let mut reply = String::new();
+    for _ in 0..100 {
+        reply = request(&sock, "DEVICE kitchen request1").await.unwrap();
+        if reply.starts_with("OK") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(reply, "OK sent REQUEST1 to 1 devices\n");
+    let mut got = [0u8; 9];
+    tokio::time::timeout(Duration::from_secs(5), dev.read_exact(&mut got))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&got, b"REQUEST1\n");
+    assert!(request(&sock, "DEVICE SIM1 EEPROM1")
+        .await
+        .unwrap()
+        .starts_with("OK sent EEPROM1 to 1"));
+    assert!(request(&sock, "DEVICE nowhere REQUEST1")
+        .await
+        .unwrap()
+        .starts_with("ERR no connected device"));
+    assert!(request(&sock, "DEVICE all rm;-rf")
+        .await
+        .unwrap()
+        .starts_with("ERR"));
+    assert!(request(&sock, "DEVICE all")
+        .await
+        .unwrap()
+        .starts_with("ERR usage"));
+    server.shutdown().await;
+    let _ = std::fs::remove_file(&sock);
+}
