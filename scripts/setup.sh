@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing framewire needs, idempotently, on a fresh Debian machine:
 # a C compiler (liblz4 and zstd are built from their crates' bundled sources), a Rust toolchain
-# with rustfmt and clippy, and a Python virtualenv with pytest, lz4 and xxhash for the
+# with rustfmt and clippy, promtool (Prometheus' checker, for the /metrics test), and a Python virtualenv with pytest, lz4 and xxhash for the
 # independent Daylight client. Anything already present is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,11 +11,13 @@ command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] || need_apt+=(cargo rustc)
+# promtool validates the /metrics exposition in the tests (Debian's prometheus package).
+command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 export PATH="$HOME/.cargo/bin:$PATH"
 if command -v rustup >/dev/null 2>&1; then

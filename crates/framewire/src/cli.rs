@@ -91,6 +91,12 @@ pub struct ServeArgs {
     /// Do not open the sensor line listener.
     #[arg(long)]
     pub no_sensors: bool,
+    /// HTTP port: `/metrics` for Prometheus.
+    #[arg(long, default_value_t = 8890)]
+    pub http_port: u16,
+    /// Do not open the HTTP port.
+    #[arg(long)]
+    pub no_http: bool,
     /// Token framewire viewers must present.
     #[arg(long, env = "FRAMEWIRE_TOKEN")]
     pub token: Option<String>,

@@ -42,6 +42,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         v1_addr: Some(SocketAddr::new(a.bind, a.port)),
         daylight_addr: (!a.no_daylight).then(|| SocketAddr::new(a.bind, a.daylight_port)),
         sensor_addr: (!a.no_sensors).then(|| SocketAddr::new(a.bind, a.sensor_port)),
+        http_addr: (!a.no_http).then(|| SocketAddr::new(a.bind, a.http_port)),
         token: a.token.clone(),
         insecure: a.insecure,
         codec: codec(a.codec),
@@ -88,6 +89,9 @@ pub async fn run(a: ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(s) = server.sensor_addr {
         println!("  sensors:           devices send lines to {s} (sensor/<location>, thermal/<location>)");
+    }
+    if let Some(h) = server.http_addr {
+        println!("  metrics:           http://{h}/metrics");
     }
     println!("  latency:           framewire latency --watch --control-socket {ctl}");
     println!("  commands:          framewire ctl brightness 200 --control-socket {ctl}");

@@ -41,6 +41,8 @@ pub struct ServerConfig {
     pub daylight_addr: Option<SocketAddr>,
     /// Sensor line listener (EmberEye-compatible); `None` (the library default) disables it.
     pub sensor_addr: Option<SocketAddr>,
+    /// HTTP port (`/metrics`); `None` (the library default) disables it.
+    pub http_addr: Option<SocketAddr>,
     /// Required from v1 viewers when set; required to bind beyond loopback.
     pub token: Option<String>,
     /// Allows a non-loopback bind without a token (and the token-less Daylight listener).
@@ -72,6 +74,7 @@ impl Default for ServerConfig {
             v1_addr: Some(SocketAddr::from(([127, 0, 0, 1], 7878))),
             daylight_addr: Some(SocketAddr::from(([127, 0, 0, 1], 8888))),
             sensor_addr: None,
+            http_addr: None,
             token: None,
             insecure: false,
             codec: BlockCodec::Lz4,
@@ -111,6 +114,13 @@ impl ServerConfig {
             if !a.ip().is_loopback() && !self.insecure {
                 return Err(format!(
                     "refusing to take sensor data on {a} (not loopback): the line protocol has no authentication; put the devices on a trusted network and pass --insecure"
+                ));
+            }
+        }
+        if let Some(a) = self.http_addr {
+            if !a.ip().is_loopback() && !self.insecure {
+                return Err(format!(
+                    "refusing to serve metrics on {a} (not loopback) without --insecure"
                 ));
             }
         }

@@ -15,6 +15,7 @@
 //! | `report.rs` | the latency report assembled from shared state |
 //! | `viewer.rs` | the headless viewer: decode, apply, verify, ACK, stats |
 //! | `streams.rs` | the stream hub at run time: publishers → hub task → subscribers, with back-pressure |
+//! | `http.rs` | the HTTP port: `/metrics` for Prometheus |
 //! | `devices.rs` | the sensor devices connected now, and commands to them |
 //! | `sensor.rs` | the EmberEye-compatible sensor line listener (port 9001) |
 //! | `shm_export.rs` | every frame to a shared-memory route, for local consumers |
@@ -25,6 +26,7 @@ pub mod config;
 pub mod control;
 pub mod devices;
 mod frame;
+pub mod http;
 mod pipeline;
 pub mod report;
 pub mod sensor;

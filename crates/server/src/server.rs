@@ -31,6 +31,7 @@ pub struct ServerHandle {
     pub v1_addr: Option<SocketAddr>,
     pub daylight_addr: Option<SocketAddr>,
     pub sensor_addr: Option<SocketAddr>,
+    pub http_addr: Option<SocketAddr>,
     streams: Option<Arc<crate::streams::Streams>>,
     shared: Arc<Shared>,
     capture: Option<std::thread::JoinHandle<()>>,
@@ -98,7 +99,8 @@ impl Server {
             bound[i] = Some(local);
             tasks.push(tokio::spawn(accept_loop(l, proto, ctx.clone())));
         }
-        if bound.iter().all(Option::is_none) && cfg.sensor_addr.is_none() {
+        if bound.iter().all(Option::is_none) && cfg.sensor_addr.is_none() && cfg.http_addr.is_none()
+        {
             bail!("no listener configured: enable the framewire, Daylight or sensor port");
         }
         if let Some(path) = &cfg.control_socket {
@@ -126,6 +128,18 @@ impl Server {
                 shared.devices.clone(),
             )));
         }
+        let mut http_addr = None;
+        if let Some(addr) = cfg.http_addr {
+            let l = TcpListener::bind(addr).await.with_context(|| {
+                format!("binding the HTTP port {addr} (pick another with --http-port)")
+            })?;
+            http_addr = Some(l.local_addr()?);
+            tasks.push(tokio::spawn(crate::http::serve(
+                l,
+                shared.clone(),
+                streams.clone(),
+            )));
+        }
         let mut threads = Vec::new();
         if let Some(name) = &cfg.shm_export {
             let ch = crate::shm_export::open(name)
@@ -137,6 +151,7 @@ impl Server {
             v1_addr: bound[0],
             daylight_addr: bound[1],
             sensor_addr,
+            http_addr,
             streams,
             shared,
             capture,

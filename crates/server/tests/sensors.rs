@@ -336,3 +336,105 @@ async fn control_socket_commands_reach_devices() {
     server.shutdown().await;
     let _ = std::fs::remove_file(&sock);
 }
+
+/// `/metrics` on the HTTP port says what happened, and Prometheus' own checker accepts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_served_and_promtool_accepts_them() {
+    let server = Server::start(ServerConfig {
+        source: SourceSpec::Synthetic(Scene::Idle),
+        resolution: Resolution {
+            width: 64,
+            height: 48,
+        },
+        v1_addr: None,
+        daylight_addr: None,
+        sensor_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        http_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let lines = [
+        "#locid:lab!",
+        "#Sensor:A=1!",
+        "#Sensor:A=2!",
+        "#Sensor:A=3!",
+        "#nonsense!",
+    ];
+    device(
+        server.sensor_addr.unwrap(),
+        lines.iter().map(|l| l.to_string()).collect(),
+        7,
+    )
+    .await;
+    let mut body = String::new();
+    for _ in 0..100 {
+        let mut s = TcpStream::connect(server.http_addr.unwrap()).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut resp = String::new();
+        s.read_to_string(&mut resp).await.unwrap();
+        assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+        body = resp.split_once("\r\n\r\n").unwrap().1.to_string();
+        if body.contains("framewire_samples_published_total 3") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for want in [
+        "framewire_events_total{event=\"sensor_samples_accepted\"} 3",
+        "framewire_events_total{event=\"sensor_lines_rejected.unknown_packet\"} 1",
+        "framewire_stream_items_total{stream=\"sensor/lab\"} 3",
+        "framewire_samples_published_total 3",
+        "# TYPE framewire_stage_latency_seconds gauge",
+    ] {
+        assert!(body.contains(want), "{want} missing from:\n{body}");
+    }
+    // The Grafana dashboard in the repository only queries metrics we export.
+    let dash = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../dashboards/framewire.json"
+    ))
+    .unwrap();
+    let exported: std::collections::HashSet<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let mut queried = 0;
+    for (i, _) in dash.match_indices("framewire_") {
+        let name: String = dash[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        assert!(
+            exported.contains(name.as_str()),
+            "the dashboard queries {name}, which is not exported"
+        );
+        queried += 1;
+    }
+    assert!(queried >= 10);
+    let mut check = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus; `make setup` installs it)");
+    use std::io::Write;
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.shutdown().await;
+}
