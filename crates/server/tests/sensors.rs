@@ -11,8 +11,9 @@ use framewire_server::{Server, ServerConfig, ServerHandle, SourceSpec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-async fn server() -> ServerHandle {
-    Server::start(ServerConfig {
+/// A tiny idle screen and the sensor listener on a free port; no viewer ports.
+fn sensor_config() -> ServerConfig {
+    ServerConfig {
         source: SourceSpec::Synthetic(Scene::Idle),
         resolution: Resolution {
             width: 64,
@@ -22,9 +23,11 @@ async fn server() -> ServerHandle {
         daylight_addr: None,
         sensor_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         ..ServerConfig::default()
-    })
-    .await
-    .unwrap()
+    }
+}
+
+async fn server() -> ServerHandle {
+    Server::start(sensor_config()).await.unwrap()
 }
 
 fn thermal_hex(seed: u16) -> String {
@@ -153,15 +156,8 @@ async fn a_v1_subscriber_receives_samples_over_tcp() {
     use framewire_proto::sensor_line::Value as V;
     use framewire_proto::v1::{self, Packet, Role};
     let server = Server::start(ServerConfig {
-        source: SourceSpec::Synthetic(Scene::Idle),
-        resolution: Resolution {
-            width: 64,
-            height: 48,
-        },
         v1_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        daylight_addr: None,
-        sensor_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        ..ServerConfig::default()
+        ..sensor_config()
     })
     .await
     .unwrap();
@@ -280,16 +276,9 @@ async fn control_socket_commands_reach_devices() {
     use framewire_server::control::request;
     let sock = std::env::temp_dir().join(format!("fw-devcmd-{}.sock", std::process::id()));
     let server = Server::start(ServerConfig {
-        source: SourceSpec::Synthetic(Scene::Idle),
-        resolution: Resolution {
-            width: 64,
-            height: 48,
-        },
         v1_addr: None,
-        daylight_addr: None,
-        sensor_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         control_socket: Some(sock.clone()),
-        ..ServerConfig::default()
+        ..sensor_config()
     })
     .await
     .unwrap();
@@ -341,16 +330,9 @@ async fn control_socket_commands_reach_devices() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_are_served_and_promtool_accepts_them() {
     let server = Server::start(ServerConfig {
-        source: SourceSpec::Synthetic(Scene::Idle),
-        resolution: Resolution {
-            width: 64,
-            height: 48,
-        },
         v1_addr: None,
-        daylight_addr: None,
-        sensor_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         http_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        ..ServerConfig::default()
+        ..sensor_config()
     })
     .await
     .unwrap();
