@@ -1,10 +1,7 @@
 use std::sync::Arc;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Value {
-    Int(i64),
-    Float(f64),
-}
+/// A reading's value: the line protocol's own type, carried unchanged to subscribers.
+pub use framewire_proto::sensor_line::Value;
 
 /// A timestamped set of readings from one device.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,7 +13,7 @@ pub struct SourceFrame {
     pub width: u32,
     pub height: u32,
     pub grey: Arc<Vec<u8>>,
-    /// xxh3-64 of `grey`.
+    /// The v1 checksum of `grey` (over its row hashes; see `framewire_codec::checksum`).
     pub checksum: u64,
     pub content_id: u64,
     pub codec: BlockCodec,

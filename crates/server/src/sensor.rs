@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use framewire_hub::{Item, Sample, Thermal, Value};
+use framewire_hub::{Item, Sample, Thermal};
 use framewire_proto::sensor_line::{self, LineError, LineSplitter, Packet};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -76,6 +76,8 @@ struct Device {
     serial: Option<String>,
     seq: u64,
     name: Arc<str>,
+    /// Stream names for lines without a location of their own: sensor, thermal.
+    streams: [Option<Arc<str>>; 2],
 }
 
 impl Device {
@@ -87,11 +89,37 @@ impl Device {
         }
     }
 
-    fn stream(&self, kind: &str, packet_location: Option<String>) -> Arc<str> {
-        let loc = packet_location
-            .or_else(|| self.location.clone())
-            .unwrap_or_else(|| self.peer.ip().to_string());
-        format!("{kind}/{loc}").into()
+    /// The stream an item goes to. Lines without a location of their own (nearly all) reuse
+    /// the connection's names, made once per `#locid` rather than once per line.
+    fn stream(&mut self, kind: Kind, packet_location: Option<String>) -> Arc<str> {
+        let name = |loc: &str| -> Arc<str> { format!("{}/{loc}", kind.prefix()).into() };
+        if let Some(l) = packet_location {
+            return name(&l);
+        }
+        let slot = &mut self.streams[kind as usize];
+        if slot.is_none() {
+            let loc = self
+                .location
+                .clone()
+                .unwrap_or_else(|| self.peer.ip().to_string());
+            *slot = Some(name(&loc));
+        }
+        slot.clone().expect("just set")
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Sensor = 0,
+    Thermal = 1,
+}
+
+impl Kind {
+    fn prefix(self) -> &'static str {
+        match self {
+            Kind::Sensor => "sensor",
+            Kind::Thermal => "thermal",
+        }
     }
 }
 
@@ -113,6 +141,7 @@ async fn device(
         samples_accepted: streams.counters.get("sensor_samples_accepted"),
         thermal_accepted: streams.counters.get("sensor_thermal_accepted"),
         location: None,
+        streams: [None, None],
         serial: None,
         seq: 0,
         name: peer.to_string().into(),
@@ -167,13 +196,6 @@ fn reject(e: &LineError, dev: &Device, streams: &Streams, last_warn: &mut Instan
     }
 }
 
-fn convert(v: sensor_line::Value) -> Value {
-    match v {
-        sensor_line::Value::Int(i) => Value::Int(i),
-        sensor_line::Value::Float(f) => Value::Float(f),
-    }
-}
-
 async fn handle(p: Packet, dev: &mut Device, streams: &Streams) {
     let item = match p {
         Packet::SerialNo(s) => {
@@ -184,6 +206,7 @@ async fn handle(p: Packet, dev: &mut Device, streams: &Streams) {
         }
         Packet::LocId(l) => {
             dev.location = Some(l);
+            dev.streams = [None, None];
             return;
         }
         Packet::Eeprom { .. } => {
@@ -191,16 +214,16 @@ async fn handle(p: Packet, dev: &mut Device, streams: &Streams) {
             return;
         }
         Packet::Sensor { location, readings } => Item::Sample(Arc::new(Sample {
-            stream: dev.stream("sensor", location),
+            stream: dev.stream(Kind::Sensor, location),
             device: dev.name.clone(),
             device_seq: dev.seq,
             accepted_us: now_us(),
-            readings: readings.into_iter().map(|(k, v)| (k, convert(v))).collect(),
+            readings,
         })),
         Packet::Thermal {
             location, values, ..
         } => Item::Thermal(Arc::new(Thermal {
-            stream: dev.stream("thermal", location),
+            stream: dev.stream(Kind::Thermal, location),
             device: dev.name.clone(),
             device_seq: dev.seq,
             accepted_us: now_us(),

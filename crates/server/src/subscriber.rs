@@ -6,8 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use framewire_hub::{Delivery, Filter, Item, Value};
-use framewire_proto::sensor_line;
+use framewire_hub::{Delivery, Filter, Item};
 use framewire_proto::v1::{self, caps, Packet};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -27,13 +26,7 @@ fn encode(d: Delivery, out: &mut BytesMut) {
             &s.device,
             s.device_seq,
             s.accepted_us,
-            s.readings.iter().map(|(k, v)| {
-                let v = match *v {
-                    Value::Int(i) => sensor_line::Value::Int(i),
-                    Value::Float(f) => sensor_line::Value::Float(f),
-                };
-                (k.as_str(), v)
-            }),
+            s.readings.iter().map(|(k, v)| (k.as_str(), *v)),
         ),
         Delivery::Item(Item::Thermal(t)) => Packet::Thermal {
             stream: t.stream.to_string(),
