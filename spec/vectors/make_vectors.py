@@ -35,6 +35,7 @@ VECTORS = {
     "v1_unchanged": v1(0x11, struct.pack("<QQQ", 43, 123473456, 0xDEADBEEFCAFEF00D)),
     "v1_ack": v1(0x20, struct.pack("<QBQQQ", 42, 0, 1000, 1200, 1300)),
     "v1_keyframe_request": v1(0x21, struct.pack("<B", 2)),
+    "v1_input": v1(0x22, struct.pack("<BiiI", 2, 800, 600, 1)),
     "v1_ping": v1(0x30, struct.pack("<IQ", 7, 5000000)),
     "v1_pong": v1(0x31, struct.pack("<IQQ", 7, 5000000, 9000000)),
     "v1_command": v1(0x40, struct.pack("<BII", 4, 1024, 768)),

@@ -38,6 +38,7 @@ pub mod kind {
     pub const UNCHANGED: u8 = 0x11;
     pub const ACK: u8 = 0x20;
     pub const KEYFRAME_REQUEST: u8 = 0x21;
+    pub const INPUT: u8 = 0x22;
     pub const PING: u8 = 0x30;
     pub const PONG: u8 = 0x31;
     pub const COMMAND: u8 = 0x40;
@@ -62,6 +63,42 @@ pub enum Role {
 pub const MAX_READINGS: usize = 32;
 /// Longest reading key.
 pub const MAX_KEY: usize = 32;
+
+/// What an Input packet carries. Pointer kinds: `x`, `y` in picture pixels, `code` the button
+/// (1 left, 2 middle, 3 right) plus [`INPUT_TOUCH`] when a finger made it. Wheel: `x`, `y` are
+/// the scroll in pixels. Keys: `code` is an X11 keysym.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum InputKind {
+    PointerMove = 1,
+    PointerDown = 2,
+    PointerUp = 3,
+    Wheel = 4,
+    KeyDown = 5,
+    KeyUp = 6,
+}
+
+/// Set in a pointer Input's `code` when the event came from a touch screen.
+pub const INPUT_TOUCH: u32 = 0x100;
+
+impl InputKind {
+    fn from_u8(v: u8) -> Result<Self, ProtoError> {
+        Ok(match v {
+            1 => InputKind::PointerMove,
+            2 => InputKind::PointerDown,
+            3 => InputKind::PointerUp,
+            4 => InputKind::Wheel,
+            5 => InputKind::KeyDown,
+            6 => InputKind::KeyUp,
+            _ => {
+                return Err(ProtoError::InvalidField {
+                    field: "input.kind",
+                    why: "unknown input kind",
+                })
+            }
+        })
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -185,6 +222,13 @@ pub enum Packet {
     },
     KeyframeRequest {
         reason: u8,
+    },
+    /// Pointer, wheel or key input from a viewer (see [`InputKind`]).
+    Input {
+        kind: InputKind,
+        x: i32,
+        y: i32,
+        code: u32,
     },
     Ping {
         id: u32,
@@ -326,6 +370,7 @@ impl Packet {
             Packet::Unchanged { .. } => kind::UNCHANGED,
             Packet::Ack { .. } => kind::ACK,
             Packet::KeyframeRequest { .. } => kind::KEYFRAME_REQUEST,
+            Packet::Input { .. } => kind::INPUT,
             Packet::Ping { .. } => kind::PING,
             Packet::Pong { .. } => kind::PONG,
             Packet::Command { .. } => kind::COMMAND,
@@ -403,6 +448,12 @@ impl Packet {
                 body.put_u64_le(*applied_us);
             }
             Packet::KeyframeRequest { reason } => body.put_u8(*reason),
+            Packet::Input { kind, x, y, code } => {
+                body.put_u8(*kind as u8);
+                body.put_i32_le(*x);
+                body.put_i32_le(*y);
+                body.put_u32_le(*code);
+            }
             Packet::Ping { id, sent_us } => {
                 body.put_u32_le(*id);
                 body.put_u64_le(*sent_us);
@@ -626,6 +677,17 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
             fixed("keyframe_request", &body, 1)?;
             Packet::KeyframeRequest { reason: body[0] }
         }
+        kind::INPUT => {
+            fixed("input", &body, 13)?;
+            let mut r = Reader::new(&body, "input");
+            let kind = InputKind::from_u8(r.u8()?)?;
+            Packet::Input {
+                kind,
+                x: r.i32()?,
+                y: r.i32()?,
+                code: r.u32()?,
+            }
+        }
         kind::PING => {
             fixed("ping", &body, 12)?;
             let mut r = Reader::new(&body, "ping");
@@ -835,6 +897,7 @@ pub fn kind_name(ty: u8) -> &'static str {
         kind::UNCHANGED => "unchanged",
         kind::ACK => "ack",
         kind::KEYFRAME_REQUEST => "keyframe_request",
+        kind::INPUT => "input",
         kind::PING => "ping",
         kind::PONG => "pong",
         kind::COMMAND => "command",
@@ -932,6 +995,14 @@ mod tests {
                     applied_us
                 }),
             any::<u8>().prop_map(|reason| Packet::KeyframeRequest { reason }),
+            (1u8..=6, any::<i32>(), any::<i32>(), any::<u32>()).prop_map(|(k, x, y, code)| {
+                Packet::Input {
+                    kind: InputKind::from_u8(k).unwrap(),
+                    x,
+                    y,
+                    code,
+                }
+            }),
             (any::<u32>(), any::<u64>()).prop_map(|(id, sent_us)| Packet::Ping { id, sent_us }),
             (any::<u32>(), any::<u64>(), any::<u64>()).prop_map(|(id, ping_sent_us, reply_us)| {
                 Packet::Pong {

@@ -9,7 +9,7 @@ use framewire_proto::daylight::{
 };
 use framewire_proto::sensor_line::Value;
 use framewire_proto::v1::{
-    AckStatus, Codec, CommandCode, Decoder, FrameHeader, Packet, PixelFormat, Role,
+    AckStatus, Codec, CommandCode, Decoder, FrameHeader, InputKind, Packet, PixelFormat, Role,
     DEFAULT_MAX_FRAME_BODY,
 };
 
@@ -113,6 +113,15 @@ fn v1_cases() -> Vec<(&'static str, Packet)> {
             },
         ),
         ("v1_keyframe_request", Packet::KeyframeRequest { reason: 2 }),
+        (
+            "v1_input",
+            Packet::Input {
+                kind: InputKind::PointerDown,
+                x: 800,
+                y: 600,
+                code: 1,
+            },
+        ),
         (
             "v1_ping",
             Packet::Ping {

@@ -1,12 +1,20 @@
-//! The HTTP port (default 8890, not Prometheus' own 9090): `/metrics` in the Prometheus text
-//! format, written with the `prometheus` crate's encoder from the server's own registries at
-//! each scrape. Names and units are listed in `spec/PROTOCOL.md` ("Metrics").
+//! The HTTP port (default 8890, not Prometheus' own 9090), one axum server for:
+//! - `/` — the browser viewer page, `/dashboard` — the live dashboard, `/assets/…` — their
+//!   scripts (built from `web/` and embedded in the binary);
+//! - `/ws` — framewire v1 inside WebSocket binary messages (viewers and subscribers);
+//! - `/api/stats` — the dashboard's JSON snapshot;
+//! - `/metrics` — the Prometheus text format, written with the `prometheus` crate's encoder
+//!   from the server's own registries at each scrape. Names and units are listed in
+//!   `spec/PROTOCOL.md` ("Metrics").
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::State;
-use axum::http::header::CONTENT_TYPE;
-use axum::response::IntoResponse;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use prometheus::{
@@ -16,28 +24,123 @@ use tokio::net::TcpListener;
 use tracing::{info, warn};
 
 use crate::report::build_report;
+use crate::server::Ctx;
 use crate::state::Shared;
 use crate::streams::Streams;
+use crate::web_assets;
 
-#[derive(Clone)]
-struct Ctx {
-    shared: Arc<Shared>,
-    streams: Option<Arc<Streams>>,
-}
-
-pub async fn serve(l: TcpListener, shared: Arc<Shared>, streams: Option<Arc<Streams>>) {
+pub(crate) async fn serve(l: TcpListener, ctx: Arc<Ctx>) {
     if let Ok(a) = l.local_addr() {
-        info!(addr = %a, "http: /metrics");
+        info!(addr = %a, "http: viewer page /, /dashboard, /ws, /api/stats, /metrics");
     }
     let app = Router::new()
+        .route("/", get(|| page("viewer.html")))
+        .route("/dashboard", get(|| page("dashboard.html")))
+        .route("/assets/{file}", get(asset))
+        .route("/ws", get(websocket))
+        .route("/api/stats", get(stats))
         .route("/metrics", get(metrics))
-        .with_state(Ctx { shared, streams });
-    if let Err(e) = axum::serve(l, app).await {
+        .with_state(ctx);
+    let svc = app.into_make_service_with_connect_info::<SocketAddr>();
+    if let Err(e) = axum::serve(l, svc).await {
         warn!(error = %e, "http server stopped");
     }
 }
 
-async fn metrics(State(c): State<Ctx>) -> impl IntoResponse {
+async fn page(name: &'static str) -> Response {
+    match web_assets::get(name) {
+        Some((ty, body)) => {
+            ([(CONTENT_TYPE, ty), (CACHE_CONTROL, "no-cache")], body).into_response()
+        }
+        None if !web_assets::built() => (
+            StatusCode::NOT_FOUND,
+            "The browser pages were not built into this binary: run `make build` \
+             (it bundles web/ with esbuild) and start the server again.\n",
+        )
+            .into_response(),
+        None => (StatusCode::NOT_FOUND, "no such page\n").into_response(),
+    }
+}
+
+async fn asset(Path(file): Path<String>) -> Response {
+    match web_assets::get(&file) {
+        Some((ty, body)) => {
+            ([(CONTENT_TYPE, ty), (CACHE_CONTROL, "no-cache")], body).into_response()
+        }
+        None => (StatusCode::NOT_FOUND, "no such asset\n").into_response(),
+    }
+}
+
+/// The host part of an `Origin` header (`http://host:port` → `host:port`).
+fn origin_host(origin: &str) -> &str {
+    origin
+        .split_once("://")
+        .map(|(_, h)| h)
+        .unwrap_or(origin)
+        .trim_end_matches('/')
+}
+
+/// Refuses cross-site WebSockets: a page from another site, open in the user's browser, must
+/// not be able to watch this screen through it. Non-browser clients send no Origin.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    let host = headers
+        .get(HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    origin_host(origin).eq_ignore_ascii_case(host)
+}
+
+async fn websocket(
+    State(ctx): State<Arc<Ctx>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    if !same_origin(&headers) {
+        ctx.shared.counters.inc("websocket_rejected.origin");
+        warn!(%peer, origin = ?headers.get(ORIGIN), "websocket from another site refused");
+        return (StatusCode::FORBIDDEN, "cross-site WebSocket refused\n").into_response();
+    }
+    ws.max_message_size(1 << 20)
+        .on_upgrade(move |sock| crate::websocket::bridge(sock, peer, ctx))
+}
+
+/// The dashboard's snapshot: the latency report (ms), counters and the hub's state. Rates are
+/// computed by the page from successive totals.
+async fn stats(State(ctx): State<Arc<Ctx>>) -> Response {
+    let report = build_report(&ctx.shared);
+    let hub = ctx.streams.as_deref().map(|st| {
+        let h = st.hub_counters();
+        serde_json::json!({
+            "queue_depth": st.depth(),
+            "reads_paused": st.is_paused(),
+            "samples_published": h.samples_published,
+            "samples_missed": h.samples_missed,
+            "thermal_published": h.thermal_published,
+            "thermal_replaced": h.thermal_replaced,
+            "devices": ctx.shared.devices.count(),
+            "streams": st.stream_names().into_iter().map(|(n, c)| serde_json::json!({"name": n, "items": c})).collect::<Vec<_>>(),
+        })
+    });
+    let body = serde_json::json!({
+        "uptime_s": (crate::clock::now_us().saturating_sub(ctx.shared.started_us)) as f64 / 1e6,
+        "report": report,
+        "hub": hub,
+    });
+    (
+        [
+            (CONTENT_TYPE, "application/json"),
+            (CACHE_CONTROL, "no-store"),
+        ],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn metrics(State(c): State<Arc<Ctx>>) -> impl IntoResponse {
     match render(&c.shared, c.streams.as_deref()) {
         Ok(body) => (
             [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
@@ -165,4 +268,40 @@ pub fn render(shared: &Shared, streams: Option<&Streams>) -> Result<String, prom
     let mut out = Vec::new();
     TextEncoder::new().encode(&r.gather(), &mut out)?;
     Ok(String::from_utf8(out).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(origin: Option<&str>, host: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(HOST, host.parse().unwrap());
+        if let Some(o) = origin {
+            h.insert(ORIGIN, o.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn websockets_only_from_the_same_site() {
+        assert!(same_origin(&headers(None, "127.0.0.1:8890")));
+        assert!(same_origin(&headers(
+            Some("http://127.0.0.1:8890"),
+            "127.0.0.1:8890"
+        )));
+        assert!(same_origin(&headers(
+            Some("http://Tablet.local:8890/"),
+            "tablet.local:8890"
+        )));
+        assert!(!same_origin(&headers(
+            Some("http://evil.example"),
+            "127.0.0.1:8890"
+        )));
+        assert!(!same_origin(&headers(
+            Some("http://127.0.0.1:9999"),
+            "127.0.0.1:8890"
+        )));
+        assert!(!same_origin(&headers(Some("null"), "127.0.0.1:8890")));
+    }
 }

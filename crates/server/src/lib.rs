@@ -15,7 +15,10 @@
 //! | `report.rs` | the latency report assembled from shared state |
 //! | `viewer.rs` | the headless viewer: decode, apply, verify, ACK, stats |
 //! | `streams.rs` | the stream hub at run time: publishers → hub task → subscribers, with back-pressure |
-//! | `http.rs` | the HTTP port: `/metrics` for Prometheus |
+//! | `http.rs` | the HTTP port: the browser viewer and dashboard pages, `/ws`, `/api/stats`, `/metrics` |
+//! | `websocket.rs` | a browser's WebSocket carried into an ordinary v1 session |
+//! | `web_assets.rs` | the pages built from `web/` and embedded at build time |
+//! | `conn.rs` | what a session runs on: TCP, or the WebSocket's pipe |
 //! | `devices.rs` | the sensor devices connected now, and commands to them |
 //! | `sensor.rs` | the EmberEye-compatible sensor line listener (port 9001) |
 //! | `shm_export.rs` | every frame to a shared-memory route, for local consumers |
@@ -23,6 +26,7 @@
 
 pub mod clock;
 pub mod config;
+mod conn;
 pub mod control;
 pub mod devices;
 mod frame;
@@ -39,6 +43,8 @@ mod status_file;
 pub mod streams;
 mod subscriber;
 pub mod viewer;
+mod web_assets;
+mod websocket;
 mod wire_daylight;
 mod wire_v1;
 

@@ -17,6 +17,7 @@ use tracing::{debug, info, warn};
 
 use crate::clock::now_us;
 use crate::config::{Protocol, ServerConfig, SourceSpec};
+use crate::conn::Conn;
 use crate::report::build_report;
 use crate::session::{run_daylight_reader, run_v1_reader, run_writer, SentLog, Trace, WriterCtx};
 use crate::state::{lock, Settings, Shared, ViewerCommand, ViewerShared};
@@ -40,12 +41,12 @@ pub struct ServerHandle {
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-struct Ctx {
-    cfg: ServerConfig,
-    shared: Arc<Shared>,
+pub(crate) struct Ctx {
+    pub cfg: ServerConfig,
+    pub shared: Arc<Shared>,
     trace: Trace,
     /// The stream hub, when the server has named streams (the sensor listener is on).
-    streams: Option<Arc<crate::streams::Streams>>,
+    pub streams: Option<Arc<crate::streams::Streams>>,
 }
 
 impl Server {
@@ -134,11 +135,7 @@ impl Server {
                 format!("binding the HTTP port {addr} (pick another with --http-port)")
             })?;
             http_addr = Some(l.local_addr()?);
-            tasks.push(tokio::spawn(crate::http::serve(
-                l,
-                shared.clone(),
-                streams.clone(),
-            )));
+            tasks.push(tokio::spawn(crate::http::serve(l, ctx.clone())));
         }
         let mut threads = Vec::new();
         if let Some(name) = &cfg.shm_export {
@@ -371,7 +368,7 @@ fn token_matches(given: &str, expected: &str) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-async fn goodbye_and_close(sock: &mut TcpStream, code: u16, reason: String) -> anyhow::Result<()> {
+async fn goodbye_and_close<S: Conn>(sock: &mut S, code: u16, reason: String) -> anyhow::Result<()> {
     let _ = sock
         .write_all(
             &Packet::Goodbye {
@@ -385,7 +382,12 @@ async fn goodbye_and_close(sock: &mut TcpStream, code: u16, reason: String) -> a
     bail!(reason)
 }
 
-async fn serve_v1(mut sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::Result<()> {
+/// A framewire v1 connection, from its Hello: over TCP, or a browser's WebSocket.
+pub(crate) async fn serve_v1<S: Conn>(
+    mut sock: S,
+    peer: SocketAddr,
+    ctx: &Ctx,
+) -> anyhow::Result<()> {
     let shared = &ctx.shared;
     let mut dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
     let hello = tokio::time::timeout(Duration::from_secs(5), async {
@@ -464,7 +466,7 @@ async fn serve_v1(mut sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::R
         .to_bytes(),
     )
     .await?;
-    let (rd, wr) = sock.into_split();
+    let (rd, wr) = sock.halves();
     let (ctrl_tx, ctrl_rx) = mpsc::channel::<Bytes>(64);
     let sent: SentLog = Default::default();
     let writer = run_writer(V1Wire, writer_ctx(ctx, &viewer, ctrl_rx, &sent, true), wr);

@@ -14,8 +14,7 @@ use framewire_flow::{AckOutcome, Plan};
 use framewire_proto::daylight::{ViewerDecoder, ViewerPacket};
 use framewire_proto::v1::{self, goodbye, AckStatus, Packet};
 use framewire_proto::ProtoError;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{broadcast, mpsc};
 use tracing::{debug, warn};
 
@@ -70,7 +69,7 @@ pub struct WriterCtx {
 pub async fn run_writer<W: Wire>(
     mut wire: W,
     mut cx: WriterCtx,
-    mut sock: OwnedWriteHalf,
+    mut sock: impl AsyncWrite + Unpin,
 ) -> io::Result<()> {
     let shared = cx.shared.clone();
     let viewer = cx.viewer.clone();
@@ -210,7 +209,7 @@ pub async fn run_v1_reader(
     shared: Arc<Shared>,
     viewer: Arc<ViewerShared>,
     mut dec: v1::Decoder,
-    mut sock: OwnedReadHalf,
+    mut sock: impl AsyncRead + Unpin,
     ctrl: mpsc::Sender<Bytes>,
     sent: SentLog,
 ) -> io::Result<()> {
@@ -330,7 +329,7 @@ pub async fn run_v1_reader(
 pub async fn run_daylight_reader(
     shared: Arc<Shared>,
     viewer: Arc<ViewerShared>,
-    mut sock: OwnedReadHalf,
+    mut sock: impl AsyncRead + Unpin,
     sent: SentLog,
 ) -> io::Result<()> {
     let mut dec = ViewerDecoder::new();

@@ -9,7 +9,6 @@ use bytes::BytesMut;
 use framewire_hub::{Delivery, Filter, Item};
 use framewire_proto::v1::{self, caps, Packet};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tracing::{info, warn};
 
 use crate::streams::{Streams, DEFAULT_SUBSCRIBER_CAPACITY};
@@ -41,8 +40,8 @@ fn encode(d: Delivery, out: &mut BytesMut) {
     }
 }
 
-pub async fn serve(
-    mut sock: TcpStream,
+pub async fn serve<S: crate::conn::Conn>(
+    mut sock: S,
     mut dec: v1::Decoder,
     peer: SocketAddr,
     streams: &Arc<Streams>,
@@ -60,7 +59,7 @@ pub async fn serve(
     .await?;
     streams.counters.inc("subscribers_connected");
     info!(%peer, filter, "subscriber connected");
-    let (mut rd, mut wr) = sock.into_split();
+    let (mut rd, mut wr) = sock.halves();
     let reader = async {
         loop {
             while let Some(p) = dec.next_packet()? {

@@ -1,0 +1,193 @@
+// The viewer's picture: grey rows kept as a ring (as crates/codec/src/picture.rs), so a scroll
+// moves `top` and copies |dy| rows instead of the whole picture. Slots that changed are marked
+// so the renderer uploads only them; the renderer samples row y at slot (top + y) mod height.
+
+import { decodeBlock } from "./lz4";
+import { hash64, hashInto } from "./checksum";
+import { Codec, FrameFlags, type U64 } from "./v1";
+
+export class DecodeError extends Error {}
+
+/** The row plan of a row delta: dy, then ascending disjoint (y0, rows) ranges. */
+export interface RowPlan {
+  dy: number;
+  ranges: Array<[number, number]>;
+  headerLen: number;
+}
+
+export function parseRowPlan(payload: Uint8Array, width: number, height: number, rawLen: number): RowPlan {
+  if (payload.length < 8) throw new DecodeError("row delta shorter than its header");
+  const v = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  const dy = v.getInt32(0, true);
+  const n = v.getUint32(4, true);
+  if (Math.abs(dy) >= height) throw new DecodeError(`row shift ${dy} out of range`);
+  if (n > height) throw new DecodeError(`${n} row ranges for ${height} rows`);
+  if (payload.length < 8 + n * 8) throw new DecodeError("row delta shorter than its ranges");
+  const ranges: Array<[number, number]> = [];
+  let next = 0;
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    const y0 = v.getUint32(8 + i * 8, true);
+    const rows = v.getUint32(12 + i * 8, true);
+    if (rows === 0 || y0 < next || y0 + rows > height)
+      throw new DecodeError("row ranges must be ascending, non-empty, disjoint and inside the picture");
+    next = y0 + rows;
+    total += rows;
+    ranges.push([y0, rows]);
+  }
+  if (total * width !== rawLen) throw new DecodeError(`row delta raw_len ${rawLen} is not ${total} rows`);
+  return { dy, ranges, headerLen: 8 + n * 8 };
+}
+
+export class Picture {
+  readonly data: Uint8Array;
+  /** xxh3 of each row, in row order (not ring order), 8 LE bytes each. */
+  readonly hashes: Uint8Array;
+  /** Slot of row 0. */
+  top = 0;
+  /** Slots changed since the renderer last took them (1 = changed). */
+  readonly dirty: Uint8Array;
+  allDirty = true;
+  valid = false;
+  private scratch = new Uint8Array(0);
+
+  constructor(readonly width: number, readonly height: number) {
+    this.data = new Uint8Array(width * height);
+    this.hashes = new Uint8Array(height * 8);
+    this.dirty = new Uint8Array(height);
+  }
+
+  private slot(y: number): number {
+    return (this.top + y) % this.height;
+  }
+
+  private scratchOf(n: number): Uint8Array {
+    if (this.scratch.length < n) this.scratch = new Uint8Array(n);
+    return this.scratch.subarray(0, n);
+  }
+
+  private decompress(codec: number, payload: Uint8Array, out: Uint8Array): void {
+    if (codec === Codec.Lz4) decodeBlock(payload, out);
+    else if (codec === Codec.Raw) {
+      if (payload.length !== out.length) throw new DecodeError("raw payload of the wrong size");
+      out.set(payload);
+    } else throw new DecodeError("zstd is not supported by the browser viewer (it asks for lz4)");
+  }
+
+  /**
+   * Decodes and applies one Frame. Throws DecodeError (or Lz4Error) on a bad payload; the
+   * picture is then invalid and only a keyframe is accepted.
+   */
+  apply(flags: number, codec: number, rawLen: number, payload: Uint8Array): void {
+    const w = this.width;
+    const h = this.height;
+    try {
+      if (flags & FrameFlags.Keyframe) {
+        if (rawLen !== w * h) throw new DecodeError(`keyframe of ${rawLen} bytes for ${w}x${h}`);
+        this.top = 0;
+        this.decompress(codec, payload, this.data);
+        for (let y = 0; y < h; y++) hashInto(this.data.subarray(y * w, (y + 1) * w), this.hashes, y * 8);
+        this.allDirty = true;
+        this.valid = true;
+        return;
+      }
+      if (!this.valid) throw new DecodeError("a delta without a picture to apply it to");
+      if (flags & FrameFlags.RowDelta) {
+        const plan = parseRowPlan(payload, w, h, rawLen);
+        const x = this.scratchOf(rawLen);
+        this.decompress(codec, payload.subarray(plan.headerLen), x);
+        this.shift(plan.dy);
+        let off = 0;
+        for (const [y0, rows] of plan.ranges) {
+          for (let y = y0; y < y0 + rows; y++) {
+            const s = this.slot(y);
+            const row = this.data.subarray(s * w, (s + 1) * w);
+            xorInto(row, x.subarray(off, off + w));
+            hashInto(row, this.hashes, y * 8);
+            this.dirty[s] = 1;
+            off += w;
+          }
+        }
+        return;
+      }
+      if (rawLen !== w * h) throw new DecodeError(`delta of ${rawLen} bytes for ${w}x${h}`);
+      const x = this.scratchOf(rawLen);
+      this.decompress(codec, payload, x);
+      for (let y = 0; y < h; y++) {
+        const s = this.slot(y);
+        const row = this.data.subarray(s * w, (s + 1) * w);
+        const xr = x.subarray(y * w, (y + 1) * w);
+        if (xorInto(row, xr)) {
+          hashInto(row, this.hashes, y * 8);
+          this.dirty[s] = 1;
+        }
+      }
+    } catch (e) {
+      this.valid = false;
+      throw e;
+    }
+  }
+
+  /** Row y becomes old row y + dy where that exists, and keeps its content where not. */
+  private shift(dy: number): void {
+    const w = this.width;
+    const h = this.height;
+    const d = Math.abs(dy);
+    if (d === 0) return;
+    const oldTop = this.top;
+    const newTop = dy > 0 ? (oldTop + d) % h : (oldTop + h - d) % h;
+    // The rows that keep their content, copied to the slots they will occupy. When they
+    // overlap their destinations, go through a copy.
+    const kept = dy > 0 ? [h - d, h] : [0, d];
+    const tmp = 2 * d > h ? this.data.slice() : this.data;
+    for (let y = kept[0]!; y < kept[1]!; y++) {
+      const from = (oldTop + y) % h;
+      const to = (newTop + y) % h;
+      this.data.set(tmp.subarray(from * w, (from + 1) * w), to * w);
+      this.dirty[to] = 1;
+    }
+    this.top = newTop;
+    // Hashes follow the same rule, in row order.
+    if (dy > 0) this.hashes.copyWithin(0, d * 8, h * 8);
+    else this.hashes.copyWithin(d * 8, 0, (h - d) * 8);
+    // Every slot now shows a different row: the renderer's offset changes, not its texels,
+    // except the kept rows marked above.
+  }
+
+  checksum(): U64 {
+    return hash64(this.hashes);
+  }
+
+  /** The picture in row order (for tests and screenshots). */
+  rows(): Uint8Array {
+    const w = this.width;
+    const out = new Uint8Array(w * this.height);
+    const first = (this.height - this.top) * w;
+    out.set(this.data.subarray(this.top * w), 0);
+    out.set(this.data.subarray(0, this.top * w), first);
+    return out;
+  }
+}
+
+/** row ^= x; returns whether anything changed. Works 4 bytes at a time where aligned. */
+export function xorInto(row: Uint8Array, x: Uint8Array): boolean {
+  const n = row.length;
+  let any = 0;
+  let i = 0;
+  if ((row.byteOffset & 3) === 0 && (x.byteOffset & 3) === 0) {
+    const a = new Uint32Array(row.buffer, row.byteOffset, n >>> 2);
+    const b = new Uint32Array(x.buffer, x.byteOffset, n >>> 2);
+    for (let k = 0; k < a.length; k++) {
+      const v = b[k]!;
+      any |= v;
+      a[k]! ^= v;
+    }
+    i = a.length * 4;
+  }
+  for (; i < n; i++) {
+    const v = x[i]!;
+    any |= v;
+    row[i]! ^= v;
+  }
+  return any !== 0;
+}

@@ -1,0 +1,228 @@
+// The browser viewer: framewire v1 over a WebSocket on the page's own host. It decodes LZ4 and
+// XOR in TypeScript, verifies every checksum, draws with WebGL2, ACKs after drawing, answers
+// pings, shows a stats overlay, goes fullscreen on a tap, sends input back and reconnects by
+// itself.
+
+import * as v1 from "../common/v1";
+import { ready as checksumReady, sameU64, hexU64 } from "../common/checksum";
+import { Picture } from "../common/picture";
+import { Renderer } from "./render";
+import { ViewerStats } from "./stats";
+import { attachInput } from "./input";
+
+const params = new URLSearchParams(location.search);
+const token = params.get("token") ?? "";
+/** Wait for the GPU after each draw so the draw time includes it (benchmarks). */
+const measure = params.get("measure") === "1";
+
+const canvas = document.getElementById("screen") as HTMLCanvasElement;
+const overlay = document.getElementById("stats") as HTMLElement;
+const statusEl = document.getElementById("status") as HTMLElement;
+const stats = new ViewerStats();
+const nowMs = (): number => performance.now();
+const nowUs = (): number => Math.round(performance.now() * 1000);
+
+let renderer: Renderer;
+try {
+  renderer = new Renderer(canvas);
+} catch (e) {
+  statusEl.textContent = String(e instanceof Error ? e.message : e);
+  throw e;
+}
+
+let picture: Picture | null = null;
+let lastChecksum = "";
+let ws: WebSocket | null = null;
+let backoff = 250;
+let pingId = 0;
+let goodbyeReason = "";
+
+function setStatus(s: string): void {
+  statusEl.textContent = s;
+  statusEl.hidden = s === "";
+}
+
+function send(b: Uint8Array): void {
+  if (ws && ws.readyState === WebSocket.OPEN) ws.send(b);
+}
+
+function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
+  switch (p.type) {
+    case v1.T.Welcome:
+      backoff = 250;
+      setStatus("");
+      break;
+    case v1.T.StreamDesc:
+      picture = new Picture(p.width, p.height);
+      break;
+    case v1.T.Frame: {
+      if (!picture) throw new v1.ProtocolError("frame before the stream description");
+      const key = (p.flags & v1.FrameFlags.Keyframe) !== 0;
+      if (!key && !picture.valid) return; // waiting for the keyframe we asked for
+      try {
+        picture.apply(p.flags, p.codec, p.rawLen, p.payload);
+      } catch (e) {
+        stats.decodeErrors++;
+        console.warn("framewire: decode error", e);
+        send(v1.ack(p.seq, v1.AckStatus.DecodeError, recvUs, nowUs(), nowUs()));
+        return;
+      }
+      const decodedMs = nowMs();
+      const decodedUs = nowUs();
+      if (!sameU64(picture.checksum(), p.checksum)) {
+        stats.checksumFailures++;
+        picture.valid = false;
+        console.warn(`framewire: checksum mismatch at frame ${p.seq}`);
+        send(v1.ack(p.seq, v1.AckStatus.ChecksumMismatch, recvUs, decodedUs, nowUs()));
+        return;
+      }
+      renderer.draw(picture);
+      if (measure) renderer.finish();
+      const drawnMs = nowMs();
+      stats.frames++;
+      if (key) stats.keyframes++;
+      stats.decode.push(decodedMs - recvMs);
+      stats.draw.push(drawnMs - decodedMs);
+      stats.total.push(drawnMs - recvMs);
+      stats.frameDrawn(drawnMs);
+      lastChecksum = hexU64(p.checksum);
+      send(v1.ack(p.seq, v1.AckStatus.Applied, recvUs, decodedUs, nowUs()));
+      break;
+    }
+    case v1.T.Unchanged: {
+      if (!picture || !picture.valid) return;
+      const ok = sameU64(picture.checksum(), p.checksum);
+      if (!ok) {
+        stats.checksumFailures++;
+        picture.valid = false;
+      } else stats.unchanged++;
+      send(v1.ack(p.seq, ok ? v1.AckStatus.Applied : v1.AckStatus.ChecksumMismatch, recvUs, nowUs(), nowUs()));
+      break;
+    }
+    case v1.T.Ping:
+      send(v1.pong(p.id, p.sentUs, nowUs()));
+      break;
+    case v1.T.Pong:
+      stats.rtt.push((nowUs() - p.pingSentUs) / 1000);
+      break;
+    case v1.T.Command:
+      if (p.code === 1) canvas.style.filter = `brightness(${Math.max(p.a, 8) / 255})`;
+      break;
+    case v1.T.Goodbye:
+      goodbyeReason = p.reason;
+      setStatus(`host said goodbye: ${p.reason}`);
+      break;
+    default:
+      break;
+  }
+}
+
+function connect(): void {
+  const dec = new v1.Decoder();
+  const sock = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);
+  sock.binaryType = "arraybuffer";
+  ws = sock;
+  goodbyeReason = "";
+  setStatus("connecting…");
+  sock.onopen = () => {
+    sock.send(v1.hello(v1.Role.Viewer, v1.Caps.Lz4 | v1.Caps.Unchanged | v1.Caps.Xxh3, "screen", token));
+  };
+  sock.onmessage = (ev: MessageEvent<ArrayBuffer>) => {
+    const recvMs = nowMs();
+    const recvUs = nowUs();
+    const chunk = new Uint8Array(ev.data);
+    stats.received(recvMs, chunk.length);
+    try {
+      dec.push(chunk);
+      for (let p = dec.next(); p !== null; p = dec.next()) handle(p, recvUs, recvMs);
+    } catch (e) {
+      console.error("framewire: protocol error", e);
+      send(v1.goodbye(1, String(e instanceof Error ? e.message : e)));
+      sock.close();
+    }
+  };
+  sock.onclose = () => {
+    if (ws !== sock) return;
+    ws = null;
+    stats.reconnects++;
+    const why = goodbyeReason !== "" ? goodbyeReason : "connection closed";
+    setStatus(`${why}; reconnecting in ${(backoff / 1000).toFixed(1)} s`);
+    setTimeout(connect, backoff);
+    backoff = Math.min(backoff * 2, 5000);
+  };
+}
+
+// Our own pings measure the round trip the overlay shows.
+setInterval(() => send(v1.ping(pingId++, nowUs())), 1000);
+
+function renderOverlay(): void {
+  if (overlay.hidden) return;
+  const f = (x: number): string => x.toFixed(2);
+  const pic = picture ? `${picture.width}×${picture.height}` : "—";
+  overlay.textContent =
+    `${pic}  ${stats.fps()} fps\n` +
+    `rtt ${f(stats.rtt.median())} ms\n` +
+    `decode+apply ${f(stats.decode.median())} ms (p95 ${f(stats.decode.p(95))})\n` +
+    `draw ${f(stats.draw.median())} ms\n` +
+    `recv→drawn ${f(stats.total.median())} ms\n` +
+    `${(stats.bytesPerSecond() / 1e6).toFixed(2)} MB/s  ${(stats.bytes / 1e6).toFixed(1)} MB total\n` +
+    `frames ${stats.frames}  key ${stats.keyframes}  unchanged ${stats.unchanged}\n` +
+    `checksum failures ${stats.checksumFailures}  decode errors ${stats.decodeErrors}`;
+}
+setInterval(renderOverlay, 250);
+
+const toggle = document.getElementById("toggle-stats") as HTMLButtonElement;
+overlay.hidden = params.get("stats") === "0";
+toggle.addEventListener("click", () => {
+  overlay.hidden = !overlay.hidden;
+  renderOverlay();
+});
+(document.getElementById("fullscreen") as HTMLButtonElement).addEventListener("click", () => {
+  void document.documentElement.requestFullscreen?.();
+});
+
+attachInput(canvas, send, (e) => {
+  // A touch while not fullscreen asks for fullscreen, and is not sent to the host.
+  if (e.pointerType === "touch" && !document.fullscreenElement && document.fullscreenEnabled) {
+    void document.documentElement.requestFullscreen();
+    return true;
+  }
+  return false;
+});
+
+/** What tests and benchmarks read. */
+declare global {
+  interface Window {
+    framewire: {
+      stats: () => object;
+      readback: () => { width: number; height: number; grey: number[]; checksum: string };
+    };
+  }
+}
+window.framewire = {
+  stats: () => ({
+    frames: stats.frames,
+    keyframes: stats.keyframes,
+    unchanged: stats.unchanged,
+    checksumFailures: stats.checksumFailures,
+    decodeErrors: stats.decodeErrors,
+    reconnects: stats.reconnects,
+    bytes: stats.bytes,
+    connected: ws !== null && ws.readyState === WebSocket.OPEN,
+    decodeMs: stats.decode.values(),
+    drawMs: stats.draw.values(),
+    totalMs: stats.total.values(),
+    rttMs: stats.rtt.values(),
+    width: picture?.width ?? 0,
+    height: picture?.height ?? 0,
+    lastChecksum,
+  }),
+  readback: () => {
+    if (!picture) throw new Error("no picture yet");
+    renderer.draw(picture);
+    const grey = renderer.readback();
+    return { width: picture.width, height: picture.height, grey: Array.from(grey), checksum: lastChecksum };
+  },
+};
+
+void checksumReady().then(connect);
