@@ -4,14 +4,19 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 BIN := target/release/framewire
 
-.PHONY: all setup build demo test test-rust test-python lint bench vectors clean
+.PHONY: all setup web build demo test test-rust test-python test-web lint bench vectors clean
 
 all: build
 
 setup:
 	@scripts/setup.sh
 
-build: setup
+# The browser pages: type-checked (strict) and bundled into web/dist, which the server crate
+# embeds at build time.
+web: setup
+	cd web && npx tsc --noEmit -p . && node build.mjs
+
+build: setup web
 	$(CARGO) build --release --locked
 
 demo: build
@@ -21,13 +26,18 @@ lint: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
 
-test-rust: setup
+test-rust: setup web
 	$(CARGO) test --release --locked --workspace
 
 test-python: build
 	cd clients/python-daylight && FRAMEWIRE_BIN=$(CURDIR)/$(BIN) ../../.venv/bin/python -m pytest -q
 
-test: lint test-rust test-python
+# Node unit tests (codecs against spec/vectors, Python's lz4 and xxhash), then the pages in
+# headless Chromium against the real server, one at a time.
+test-web: build
+	cd web && node --test tests/unit/ && FRAMEWIRE_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1 tests/browser/
+
+test: lint test-rust test-python test-web
 	@echo "make test: all checks passed"
 
 bench: build

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing framewire needs, idempotently, on a fresh Debian machine:
 # a C compiler (liblz4 and zstd are built from their crates' bundled sources), a Rust toolchain
-# with rustfmt and clippy, promtool (Prometheus' checker, for the /metrics test), and a Python virtualenv with pytest, lz4 and xxhash for the
-# independent Daylight client. Anything already present is left alone.
+# with rustfmt and clippy, promtool (Prometheus' checker, for the /metrics test), Node with the
+# web pages' npm packages, Chromium and Xvfb (browser and X11 tests), and a Python virtualenv
+# with pytest, lz4 and xxhash for the independent Daylight client. Anything already present is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,12 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] || need_apt+=(cargo rustc)
 # promtool validates the /metrics exposition in the tests (Debian's prometheus package).
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+# The browser pages are TypeScript bundled with esbuild (Node at build time only), tested in
+# Debian's headless Chromium; X11 capture and input are tested on an Xvfb screen.
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+[ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v Xvfb >/dev/null 2>&1 || need_apt+=(xvfb)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
@@ -24,6 +31,12 @@ if command -v rustup >/dev/null 2>&1; then
   for c in rustfmt clippy; do
     rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c" >/dev/null 2>&1 || true
   done
+fi
+
+# The pages' build and test packages, exactly as package-lock.json pins them.
+if [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+  echo "setup: installing the web pages' npm packages"
+  (cd web && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 if [ ! -x .venv/bin/python ]; then

@@ -28,6 +28,9 @@ pub struct Hub {
     next: u64,
     counters: HubCounters,
     streams: BTreeMap<String, u64>,
+    /// The newest grid of each thermal stream: a grid stream's current state, which a new
+    /// subscriber gets at once instead of waiting for the camera's next frame.
+    latest_thermal: BTreeMap<String, Item>,
 }
 
 impl Hub {
@@ -35,11 +38,19 @@ impl Hub {
         Hub::default()
     }
 
-    /// A subscriber to the streams `filter` matches, holding at most `capacity` samples.
+    /// A subscriber to the streams `filter` matches, holding at most `capacity` samples. It
+    /// starts with the newest grid of every thermal stream it matches (samples are events and
+    /// are not replayed).
     pub fn subscribe(&mut self, filter: Filter, capacity: usize) -> SubscriberId {
         let id = SubscriberId(self.next);
         self.next += 1;
-        self.subs.insert(id, Subscriber::new(filter, capacity));
+        let mut sub = Subscriber::new(filter, capacity);
+        for (stream, grid) in &self.latest_thermal {
+            if sub.filter.matches(stream) && sub.offer(grid) {
+                self.counters.queued += 1;
+            }
+        }
+        self.subs.insert(id, sub);
         id
     }
 
@@ -52,7 +63,14 @@ impl Hub {
         let stream = item.stream();
         match &item {
             Item::Sample(_) => self.counters.samples_published += 1,
-            Item::Thermal(_) => self.counters.thermal_published += 1,
+            Item::Thermal(_) => {
+                self.counters.thermal_published += 1;
+                if let Some(g) = self.latest_thermal.get_mut(stream) {
+                    *g = item.clone();
+                } else {
+                    self.latest_thermal.insert(stream.to_string(), item.clone());
+                }
+            }
         }
         if let Some(n) = self.streams.get_mut(stream) {
             *n += 1;
@@ -186,6 +204,30 @@ mod tests {
             ]
         );
         assert_eq!(h.counters().thermal_replaced, 2);
+    }
+
+    #[test]
+    fn a_new_subscriber_starts_with_the_newest_grid_of_each_matching_stream() {
+        let mut h = Hub::new();
+        h.publish(grid("thermal/a", 0));
+        h.publish(grid("thermal/a", 1));
+        h.publish(grid("thermal/b", 5));
+        h.publish(sample("sensor/a", "d", 0));
+        let s = h.subscribe(Filter::parse("thermal/a"), 10);
+        let all = h.subscribe(Filter::All, 10);
+        let seqs = |h: &mut Hub, id| -> Vec<(String, u64)> {
+            std::iter::from_fn(|| h.pop(id))
+                .map(|d| match d {
+                    Delivery::Item(Item::Thermal(t)) => (t.stream.to_string(), t.device_seq),
+                    other => panic!("only grids are replayed, got {other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(seqs(&mut h, s), [("thermal/a".to_string(), 1)]);
+        assert_eq!(
+            seqs(&mut h, all),
+            [("thermal/a".to_string(), 1), ("thermal/b".to_string(), 5)]
+        );
     }
 
     proptest! {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -49,9 +49,24 @@ pub(crate) async fn serve(l: TcpListener, ctx: Arc<Ctx>) {
 
 async fn page(name: &'static str) -> Response {
     match web_assets::get(name) {
-        Some((ty, body)) => {
-            ([(CONTENT_TYPE, ty), (CACHE_CONTROL, "no-cache")], body).into_response()
-        }
+        // Cross-origin isolation gives the page a 5 µs clock instead of 100 µs, so it can time
+        // its own decode and draw; the pages load nothing from other origins.
+        Some((ty, body)) => (
+            [
+                (CONTENT_TYPE, ty),
+                (CACHE_CONTROL, "no-cache"),
+                (
+                    HeaderName::from_static("cross-origin-opener-policy"),
+                    "same-origin",
+                ),
+                (
+                    HeaderName::from_static("cross-origin-embedder-policy"),
+                    "require-corp",
+                ),
+            ],
+            body,
+        )
+            .into_response(),
         None if !web_assets::built() => (
             StatusCode::NOT_FOUND,
             "The browser pages were not built into this binary: run `make build` \
