@@ -41,4 +41,12 @@ impl Item {
             Item::Thermal(t) => &t.stream,
         }
     }
+
+    /// When the server accepted it from its device (µs, the server's clock).
+    pub fn accepted_us(&self) -> u64 {
+        match self {
+            Item::Sample(s) => s.accepted_us,
+            Item::Thermal(t) => t.accepted_us,
+        }
+    }
 }

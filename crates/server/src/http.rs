@@ -203,8 +203,8 @@ pub fn render(shared: &Shared, streams: Option<&Streams>) -> Result<String, prom
     r.register(Box::new(frames))?;
     let stages = GaugeVec::new(
         Opts::new(
-            "framewire_stage_latency_seconds",
-            "Per-stage latency over the recent window, by percentile (50, 95, 99)",
+            "framewire_stage_latency_recent_seconds",
+            "Per-stage latency over the recent window (the last 150-600 samples), by percentile (50, 95, 99); framewire_stage_latency_seconds is the histogram since start",
         ),
         &["stage", "percentile"],
     )?;
@@ -226,6 +226,7 @@ pub fn render(shared: &Shared, streams: Option<&Streams>) -> Result<String, prom
         }
     }
     r.register(Box::new(stages))?;
+    r.register(Box::new(shared.stages.vec.clone()))?;
 
     if let Some(st) = streams {
         let depth = IntGauge::new(

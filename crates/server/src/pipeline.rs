@@ -16,6 +16,7 @@ use tracing::{info, warn};
 use crate::clock::now_us;
 use crate::config::{ServerConfig, SourceSpec};
 use crate::frame::SourceFrame;
+use crate::latency::observe_us;
 use crate::state::{lock, Shared};
 
 /// Opens the configured source; synthetic scenes continue from frame `index`.
@@ -172,6 +173,7 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
                 {
                     let mut st = lock(&shared.pipeline);
                     st.capture_us.push((capture_us - capture_start) as f64);
+                    observe_us(&shared.stages.capture, capture_us - capture_start);
                     st.capture_times.push(capture_us as f64);
                     st.payload_bytes.push(0.0);
                 }
@@ -248,9 +250,19 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             st.capture_us.push((capture_us - capture_start) as f64);
             st.grey_us.push((t1 - t0) as f64);
             st.checksum_us.push((t_sum - t1) as f64);
+            let h = &shared.stages;
+            observe_us(&h.capture, capture_us - capture_start);
+            observe_us(&h.grey, t1 - t0);
+            observe_us(&h.checksum, t_sum - t1);
             match enc.kind {
-                EncodedKind::Delta | EncodedKind::RowDelta => st.delta_us.push((t2 - t_sum) as f64),
-                EncodedKind::Keyframe(_) => st.keyframe_us.push((t2 - t_sum) as f64),
+                EncodedKind::Delta | EncodedKind::RowDelta => {
+                    st.delta_us.push((t2 - t_sum) as f64);
+                    observe_us(&h.delta_compress, t2 - t_sum);
+                }
+                EncodedKind::Keyframe(_) => {
+                    st.keyframe_us.push((t2 - t_sum) as f64);
+                    observe_us(&h.keyframe_compress, t2 - t_sum);
+                }
                 EncodedKind::Unchanged => {}
             }
             st.capture_times.push(capture_us as f64);

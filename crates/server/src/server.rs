@@ -454,7 +454,15 @@ pub(crate) async fn serve_v1<S: Conn>(
         return goodbye_and_close(&mut sock, r.code, r.reason).await;
     }
     if let (Role::Subscriber, Some(streams)) = (role, &ctx.streams) {
-        return crate::subscriber::serve(sock, dec, peer, streams, &stream).await;
+        return crate::subscriber::serve(
+            sock,
+            dec,
+            peer,
+            streams,
+            &stream,
+            &shared.stages.sensor_delivery,
+        )
+        .await;
     }
     let viewer = register(ctx, Protocol::V1, peer);
     sock.write_all(

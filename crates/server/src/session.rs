@@ -20,6 +20,7 @@ use tracing::{debug, warn};
 
 use crate::clock::now_us;
 use crate::frame::SourceFrame;
+use crate::latency::observe_us;
 use crate::state::{lock, Shared, ViewerCommand, ViewerShared};
 
 /// What the writer must remember about a packet a wire produced.
@@ -171,6 +172,7 @@ pub async fn run_writer<W: Wire>(
         }
         let t1 = now_us();
         lock(&shared.send_us).push((t1 - t0) as f64);
+        observe_us(&shared.stages.send, t1 - t0);
         viewer.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
         if let (Some(t), Some(id)) = (&cx.trace, out.ack_id) {
             use std::io::Write;
@@ -241,10 +243,12 @@ pub async fn run_v1_reader(
                     ..
                 } => {
                     match lock(&viewer.flow).on_ack(seq, now) {
-                        AckOutcome::Rtt(_) => {
+                        AckOutcome::Rtt(rtt) => {
+                            observe_us(&shared.stages.rtt, rtt);
                             let local = lock(&viewer.offset).to_local(applied_us);
                             if let (Some(cap), Some(applied)) = (capture_time(&sent, seq), local) {
                                 lock(&viewer.e2e_us).push(applied.saturating_sub(cap) as f64);
+                                observe_us(&shared.stages.end_to_end, applied.saturating_sub(cap));
                             }
                         }
                         AckOutcome::Unknown => shared.counters.inc("acks_unknown"),
@@ -340,12 +344,14 @@ pub async fn run_daylight_reader(
                     let now = now_us();
                     match lock(&viewer.flow).on_ack(seq as u64, now) {
                         AckOutcome::Rtt(rtt) => {
+                            observe_us(&shared.stages.rtt, rtt);
                             // The Daylight ACK has no timestamps: the best estimate of capture →
                             // applied is the time to send plus half the round trip.
                             if let Some(cap) = capture_time(&sent, seq as u64) {
                                 let sent_at = now - rtt;
-                                lock(&viewer.e2e_us)
-                                    .push((sent_at.saturating_sub(cap) + rtt / 2) as f64);
+                                let e2e = sent_at.saturating_sub(cap) + rtt / 2;
+                                lock(&viewer.e2e_us).push(e2e as f64);
+                                observe_us(&shared.stages.end_to_end, e2e);
                             }
                         }
                         AckOutcome::Unknown => shared.counters.inc("acks_unknown"),

@@ -76,6 +76,8 @@ pub struct Shared {
     pub started_us: u64,
     /// Sensor devices connected now (for commands to them).
     pub devices: Arc<crate::devices::Devices>,
+    /// Per-stage latency since start, for Prometheus.
+    pub stages: crate::latency::StageHistograms,
 }
 
 impl Shared {
@@ -95,6 +97,7 @@ impl Shared {
             source_name: Mutex::new(String::new()),
             started_us,
             devices: Default::default(),
+            stages: Default::default(),
         })
     }
 

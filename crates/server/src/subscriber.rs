@@ -11,12 +11,18 @@ use framewire_proto::v1::{self, caps, Packet};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{info, warn};
 
+use crate::latency::observe_us;
 use crate::streams::{Streams, DEFAULT_SUBSCRIBER_CAPACITY};
 
 /// Bytes gathered before a write when more deliveries are waiting.
 const BATCH: usize = 64 * 1024;
 
-fn encode(d: Delivery, out: &mut BytesMut) {
+/// Appends `d` to `out`; returns when its item was accepted (µs), for the delivery histogram.
+fn encode(d: Delivery, out: &mut BytesMut) -> Option<u64> {
+    let accepted = match &d {
+        Delivery::Item(i) => Some(i.accepted_us()),
+        Delivery::Missed { .. } => None,
+    };
     match d {
         Delivery::Missed { samples } => Packet::Missed { samples }.encode(out),
         Delivery::Item(Item::Sample(s)) => v1::encode_sample(
@@ -38,6 +44,7 @@ fn encode(d: Delivery, out: &mut BytesMut) {
         }
         .encode(out),
     }
+    accepted
 }
 
 pub async fn serve<S: crate::conn::Conn>(
@@ -46,6 +53,7 @@ pub async fn serve<S: crate::conn::Conn>(
     peer: SocketAddr,
     streams: &Arc<Streams>,
     filter: &str,
+    delivery: &prometheus::Histogram,
 ) -> anyhow::Result<()> {
     let sub = streams.subscribe(Filter::parse(filter), DEFAULT_SUBSCRIBER_CAPACITY);
     sock.write_all(
@@ -76,17 +84,23 @@ pub async fn serve<S: crate::conn::Conn>(
     };
     let writer = async {
         let mut buf = BytesMut::with_capacity(BATCH);
+        let mut accepted = Vec::with_capacity(1024);
         loop {
             let first = sub.next().await;
             buf.clear();
-            encode(first, &mut buf);
+            accepted.clear();
+            accepted.extend(encode(first, &mut buf));
             while buf.len() < BATCH {
                 match sub.try_next() {
-                    Some(d) => encode(d, &mut buf),
+                    Some(d) => accepted.extend(encode(d, &mut buf)),
                     None => break,
                 }
             }
             wr.write_all(&buf).await?;
+            let now = crate::clock::now_us();
+            for &a in &accepted {
+                observe_us(delivery, now.saturating_sub(a));
+            }
         }
         #[allow(unreachable_code)]
         Ok::<(), anyhow::Error>(())

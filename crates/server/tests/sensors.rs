@@ -369,7 +369,9 @@ async fn metrics_are_served_and_promtool_accepts_them() {
         "framewire_events_total{event=\"sensor_lines_rejected.unknown_packet\"} 1",
         "framewire_stream_items_total{stream=\"sensor/lab\"} 3",
         "framewire_samples_published_total 3",
-        "# TYPE framewire_stage_latency_seconds gauge",
+        "# TYPE framewire_stage_latency_seconds histogram",
+        "# TYPE framewire_stage_latency_recent_seconds gauge",
+        "framewire_stage_latency_seconds_bucket{stage=\"grey\",le=\"0.0005\"}",
     ] {
         assert!(body.contains(want), "{want} missing from:\n{body}");
     }
@@ -390,8 +392,13 @@ async fn metrics_are_served_and_promtool_accepts_them() {
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
             .collect();
+        // A histogram's series are its name plus _bucket, _sum and _count.
+        let base = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s).filter(|b| exported.contains(b)))
+            .unwrap_or(&name);
         assert!(
-            exported.contains(name.as_str()),
+            exported.contains(base),
             "the dashboard queries {name}, which is not exported"
         );
         queried += 1;
