@@ -58,4 +58,8 @@ pub trait FrameSource: Send {
     fn size(&self) -> (u32, u32);
     /// Captures the next picture. Pacing is the caller's job.
     fn capture(&mut self) -> Result<Captured<'_>, CaptureError>;
+    /// The source's own counters (cumulative), copied into the server's named counters.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }

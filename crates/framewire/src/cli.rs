@@ -19,6 +19,9 @@ pub struct Cli {
 pub enum Command {
     /// Serve a screen to framewire (port 7878) and Daylight-compatible (port 8888) viewers.
     Serve(ServeArgs),
+    /// Mirror this X11 desktop ($DISPLAY) to browsers (port 8890), framewire viewers and a
+    /// Daylight tablet (--adb), with touch and input going back to the desktop.
+    Mirror(ServeArgs),
     /// Publish a synthetic screen to a shared-memory route, for `serve --source shm:NAME`
     /// (what any local program that captures a screen can do instead).
     Publish(PublishArgs),
@@ -54,8 +57,9 @@ pub enum ProtocolArg {
 
 #[derive(Args, Clone)]
 pub struct SourceArgs {
-    /// Where pictures come from: `synthetic` (the --scene below) or `shm:NAME`, BGRA frames a
-    /// local process publishes (e.g. `framewire publish --shm NAME`).
+    /// Where pictures come from: `synthetic` or `demo` (the --scene below), `x11` or
+    /// `x11:DISPLAY` (an X screen; `mirror` uses $DISPLAY), or `shm:NAME`, BGRA frames a local
+    /// process publishes (e.g. `framewire publish --shm NAME`).
     #[arg(long, default_value = "synthetic")]
     pub source: String,
     /// Synthetic scene: idle, typing, scroll, video, mixed.
@@ -122,6 +126,28 @@ pub struct ServeArgs {
     /// for local consumers such as `framewire view --shm NAME`.
     #[arg(long, value_name = "NAME")]
     pub shm_export: Option<String>,
+    /// X11: capture only this part of the screen, WxH+X+Y (e.g. 1600x1200+0+0).
+    #[arg(long, value_name = "WxH+X+Y")]
+    pub region: Option<String>,
+    /// X11: leave the pointer out of the picture.
+    #[arg(long)]
+    pub no_cursor: bool,
+    /// X11: never inject input (browser, native viewer and Daylight touches are ignored).
+    #[arg(long)]
+    pub view_only: bool,
+    /// The token a viewer presents to send input [default: a random one, printed at start].
+    #[arg(long, env = "FRAMEWIRE_CONTROL_TOKEN")]
+    pub control_token: Option<String>,
+    /// The Daylight app's touch port (loopback; `adb reverse tcp:8892 tcp:8892`).
+    #[arg(long, default_value_t = 8892)]
+    pub touch_port: u16,
+    /// Do not open the touch port.
+    #[arg(long)]
+    pub no_touch: bool,
+    /// Set up `adb reverse` for the Daylight tablet (8888 and the touch port), and again
+    /// whenever it reconnects.
+    #[arg(long)]
+    pub adb: bool,
 }
 
 #[derive(Args, Clone)]
@@ -183,9 +209,12 @@ pub struct PublishArgs {
 
 #[derive(Args, Clone)]
 pub struct ViewArgs {
-    /// Verify and measure without a window (the native window arrives with the X11 work).
+    /// Verify and measure without a window (the default opens a window on $DISPLAY).
     #[arg(long)]
     pub headless: bool,
+    /// The X display for the window [default: $DISPLAY].
+    #[arg(long)]
+    pub display: Option<String>,
     #[arg(long, value_enum, default_value = "framewire")]
     pub protocol: ProtocolArg,
     /// Read the frames a local server exports to shared memory (`serve --shm-export NAME`)

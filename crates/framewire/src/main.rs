@@ -1,5 +1,6 @@
 //! `framewire`: argument parsing and wiring only; the work is in the library crates.
 
+mod adb;
 mod bench_codec;
 mod bench_e2e;
 mod bench_ipc;
@@ -36,7 +37,8 @@ fn main() -> std::process::ExitCode {
     };
     let r = rt.block_on(async move {
         match cli.command {
-            cli::Command::Serve(a) => serve::run(a).await,
+            cli::Command::Serve(a) => serve::run(a, false).await,
+            cli::Command::Mirror(a) => serve::run(a, true).await,
             cli::Command::View(a) => view::run(a).await,
             cli::Command::Loadgen(a) => loadgen::run(a).await,
             cli::Command::Publish(a) => {

@@ -21,22 +21,91 @@ pub fn codec(c: CodecArg) -> BlockCodec {
 pub fn source(a: &SourceArgs) -> anyhow::Result<(SourceSpec, Resolution)> {
     let res: Resolution = a.resolution.parse()?;
     let spec = match a.source.split_once(':') {
-        None if a.source == "synthetic" => {
+        None if a.source == "synthetic" || a.source == "demo" => {
             SourceSpec::Synthetic(a.scene.parse().map_err(anyhow::Error::msg)?)
         }
+        None if a.source == "x11" => SourceSpec::X11 {
+            display: None,
+            region: None,
+            cursor: true,
+        },
+        // `x11::1` or `x11:1` → display ":1"; `x11:host:0` is passed as given.
+        Some(("x11", d)) if !d.is_empty() => SourceSpec::X11 {
+            display: Some(if d.contains(':') { d.to_string() } else { format!(":{d}") }),
+            region: None,
+            cursor: true,
+        },
         Some(("shm", name)) if !name.is_empty() => SourceSpec::Shm(name.to_string()),
         _ => anyhow::bail!(
-            "unknown --source {:?}: use `synthetic` or `shm:NAME`",
+            "unknown --source {:?}: use `synthetic` (or `demo`), `x11`, `x11:DISPLAY` or `shm:NAME`",
             a.source
         ),
     };
     Ok((spec, res))
 }
 
-pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
-    let (src, res) = source(&a.source)?;
+/// A random control token (16 hex digits from the kernel's generator).
+fn random_token() -> anyhow::Result<String> {
+    let mut b = [0u8; 8];
+    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut b)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+pub fn describe(s: &SourceSpec) -> String {
+    match s {
+        SourceSpec::Synthetic(s) => format!("synthetic:{}", s.name()),
+        SourceSpec::Shm(n) => format!("shm:{n}"),
+        SourceSpec::X11 { display, .. } => format!(
+            "x11:{}",
+            display
+                .clone()
+                .or_else(|| std::env::var("DISPLAY").ok())
+                .unwrap_or_default()
+        ),
+    }
+}
+
+pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
+    let mut args = a.source.clone();
+    if mirror && args.source == "synthetic" {
+        // `mirror` is about the real screen; `--source demo` still picks the synthetic one.
+        args.source = "x11".into();
+    }
+    let (mut src, res) = source(&args)?;
+    let region = a
+        .region
+        .as_deref()
+        .map(str::parse::<framewire_x11::Region>)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let mut input = None;
+    if let SourceSpec::X11 {
+        display,
+        region: r,
+        cursor,
+    } = &mut src
+    {
+        if display.is_none() {
+            // Fail now with the reason (no display, Wayland), not in the capture thread.
+            *display = Some(framewire_x11::display::display_name(None)?);
+        }
+        *r = region;
+        *cursor = !a.no_cursor;
+        if !a.view_only {
+            input = Some(framewire_server::input::InputConfig {
+                display: display.clone(),
+                region,
+            });
+        }
+    } else if region.is_some() {
+        anyhow::bail!("--region applies to an X11 source (--source x11)");
+    }
+    let control_token = match (&input, &a.control_token) {
+        (Some(_), Some(t)) => Some(t.clone()),
+        (Some(_), None) => Some(random_token()?),
+        (None, _) => None,
+    };
     Ok(ServerConfig {
-        source: src,
         resolution: res,
         fps: a.source.fps,
         v1_addr: Some(SocketAddr::new(a.bind, a.port)),
@@ -51,12 +120,17 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         status_file: Some(a.status_file.clone().unwrap_or_else(default_status_path)),
         trace_frames: a.trace_frames.clone(),
         shm_export: a.shm_export.clone(),
+        touch_addr: (!a.no_touch && matches!(src, SourceSpec::X11 { .. }))
+            .then(|| SocketAddr::from(([127, 0, 0, 1], a.touch_port))),
+        input,
+        control_token,
+        source: src,
         ..ServerConfig::default()
     })
 }
 
-pub async fn run(a: ServeArgs) -> anyhow::Result<()> {
-    let cfg = config(&a)?;
+pub async fn run(a: ServeArgs, mirror: bool) -> anyhow::Result<()> {
+    let cfg = config(&a, mirror)?;
     let server = Server::start(cfg.clone())
         .await
         .context("starting the server")?;
@@ -67,11 +141,12 @@ pub async fn run(a: ServeArgs) -> anyhow::Result<()> {
         .unwrap_or_default();
     println!(
         "framewire serving {} at {} ({} fps)",
-        match &cfg.source {
-            SourceSpec::Synthetic(s) => format!("synthetic:{}", s.name()),
-            SourceSpec::Shm(n) => format!("shm:{n}"),
+        describe(&cfg.source),
+        if matches!(cfg.source, SourceSpec::X11 { .. }) {
+            "its own size".to_string()
+        } else {
+            cfg.resolution.to_string()
         },
-        cfg.resolution,
         cfg.fps
     );
     if let Some(v) = server.v1_addr {
@@ -91,12 +166,36 @@ pub async fn run(a: ServeArgs) -> anyhow::Result<()> {
         println!("  sensors:           devices send lines to {s} (sensor/<location>, thermal/<location>)");
     }
     if let Some(h) = server.http_addr {
+        match &cfg.control_token {
+            Some(t) => println!(
+                "  browser viewer:    http://{h}/?token={t}   (this link can control the desktop)"
+            ),
+            None if cfg.token.is_some() => println!("  browser viewer:    http://{h}/?token=TOKEN"),
+            None => println!("  browser viewer:    http://{h}/"),
+        }
+        println!("  dashboard:         http://{h}/dashboard");
         println!("  metrics:           http://{h}/metrics");
     }
+    if let Some(t) = server.touch_addr {
+        println!("  Daylight touch:    adb reverse tcp:8892 tcp:{}", t.port());
+    }
+    if cfg.input.is_none() && matches!(cfg.source, SourceSpec::X11 { .. }) {
+        println!("  input:             off (--view-only)");
+    }
+    let adb = if a.adb {
+        let ports = [
+            server.daylight_addr.map(|d| d.port()),
+            server.touch_addr.map(|t| t.port()),
+        ];
+        Some(crate::adb::spawn(ports.into_iter().flatten().collect())?)
+    } else {
+        None
+    };
     println!("  latency:           framewire latency --watch --control-socket {ctl}");
     println!("  commands:          framewire ctl brightness 200 --control-socket {ctl}");
     println!("Ctrl-C to stop.");
     server.wait_shutdown_signal().await;
+    drop(adb);
     println!("stopping");
     server.shutdown().await;
     if let Some(p) = &cfg.control_socket {

@@ -11,9 +11,6 @@ use framewire_server::Protocol;
 use crate::cli::{ProtocolArg, ViewArgs};
 
 pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
-    if !a.headless {
-        bail!("the native viewer window is not built yet; use `framewire view --headless` to receive, verify and measure the stream");
-    }
     if let Some(name) = a.shm.clone() {
         return run_shm(name, a).await;
     }
@@ -38,8 +35,37 @@ pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
         })
     };
     eprintln!("connecting to {addr} ({})", protocol.name());
+    // The window (unless --headless): each applied picture is drawn before the viewer ACKs it,
+    // and the title carries the same statistics the headless viewer prints.
+    let mut window = if a.headless {
+        None
+    } else {
+        Some(
+            framewire_x11::ViewerWindow::open(a.display.as_deref(), 640, 480, "framewire")
+                .map_err(|e| anyhow::anyhow!("{e} (or use `framewire view --headless`)"))?,
+        )
+    };
+    let mut last_title = std::time::Instant::now();
+    let title_stats = stats.clone();
+    let on_frame = |ev: &framewire_server::viewer::FrameEvent<'_>| {
+        let Some(w) = window.as_mut() else {
+            return true;
+        };
+        if !ev.unchanged {
+            if let Err(e) = w.show(ev.width, ev.height, ev.picture.rows()) {
+                eprintln!("window: {e}");
+                return false;
+            }
+        }
+        if last_title.elapsed() > Duration::from_millis(500) {
+            last_title = std::time::Instant::now();
+            let line = title_stats.lock().unwrap_or_else(|e| e.into_inner()).line();
+            w.set_title(&format!("framewire {}×{} — {line}", ev.width, ev.height));
+        }
+        w.pump()
+    };
     let r = tokio::select! {
-        r = run_viewer(opts, stats.clone(), |_| true) => r,
+        r = run_viewer(opts, stats.clone(), on_frame) => r,
         _ = tokio::signal::ctrl_c() => Ok(()),
     };
     printer.abort();

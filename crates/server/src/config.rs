@@ -28,6 +28,12 @@ pub enum SourceSpec {
     Synthetic(Scene),
     /// BGRA frames a local process publishes on this shared-memory route.
     Shm(String),
+    /// An X11 screen (`None`: `$DISPLAY`), or a region of it, with or without the cursor.
+    X11 {
+        display: Option<String>,
+        region: Option<framewire_x11::Region>,
+        cursor: bool,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -62,6 +68,12 @@ pub struct ServerConfig {
     pub trace_frames: Option<PathBuf>,
     /// Also publish every frame to this shared-memory route (see `shm_export.rs`).
     pub shm_export: Option<String>,
+    /// Inject viewers' input into this X display (`None`: view only).
+    pub input: Option<crate::input::InputConfig>,
+    /// The token a viewer presents to send input (it may view with it too).
+    pub control_token: Option<String>,
+    /// The Daylight app's touch port; always loopback (adb reverse arrives there).
+    pub touch_addr: Option<SocketAddr>,
     pub brightness: u8,
 }
 
@@ -86,6 +98,9 @@ impl Default for ServerConfig {
             status_file: None,
             trace_frames: None,
             shm_export: None,
+            input: None,
+            control_token: None,
+            touch_addr: None,
             brightness: 128,
         }
     }
@@ -118,11 +133,22 @@ impl ServerConfig {
             }
         }
         if let Some(a) = self.http_addr {
-            if !a.ip().is_loopback() && !self.insecure {
+            // The HTTP port carries the viewer page and its WebSocket (v1 rules: the token).
+            if !a.ip().is_loopback() && self.token.is_none() && !self.insecure {
                 return Err(format!(
-                    "refusing to serve metrics on {a} (not loopback) without --insecure"
+                    "refusing to serve the browser viewer on {a} (not loopback) without --token; pass --token SECRET, or --insecure if you really mean it"
                 ));
             }
+        }
+        if let Some(a) = self.touch_addr {
+            if !a.ip().is_loopback() {
+                return Err(format!(
+                    "the touch port has no authentication and only listens on loopback (adb reverse arrives there), not {a}"
+                ));
+            }
+        }
+        if self.input.is_some() && self.control_token.as_deref().unwrap_or("").len() < 8 {
+            return Err("input injection needs a control token of at least 8 characters".into());
         }
         if self.fps == 0 || self.fps > 240 {
             return Err(format!("fps {} is out of range 1..=240", self.fps));

@@ -72,16 +72,16 @@ mod tests {
         let grey = families[0]
             .get_metric()
             .iter()
-            .find(|m| m.get_label()[0].get_value() == "grey")
+            .find(|m| m.get_label()[0].value() == "grey")
             .unwrap();
         let h = grey.get_histogram();
         assert_eq!(h.get_sample_count(), 3);
         let le = |bound: f64| {
             h.get_bucket()
                 .iter()
-                .find(|b| (b.get_upper_bound() - bound).abs() < 1e-12)
+                .find(|b| (b.upper_bound() - bound).abs() < 1e-12)
                 .unwrap()
-                .get_cumulative_count()
+                .cumulative_count()
         };
         assert_eq!(
             (le(0.000_25), le(0.000_5), le(0.002_5), le(0.005)),

@@ -16,6 +16,7 @@
 //! | `viewer.rs` | the headless viewer: decode, apply, verify, ACK, stats |
 //! | `streams.rs` | the stream hub at run time: publishers → hub task → subscribers, with back-pressure |
 //! | `http.rs` | the HTTP port: the browser viewer and dashboard pages, `/ws`, `/api/stats`, `/metrics` |
+//! | `input.rs` | viewers' input and the Daylight touch port → XTest, on its own thread |
 //! | `latency.rs` | per-stage latency histograms for `/metrics` |
 //! | `websocket.rs` | a browser's WebSocket carried into an ordinary v1 session |
 //! | `web_assets.rs` | the pages built from `web/` and embedded at build time |
@@ -32,6 +33,7 @@ pub mod control;
 pub mod devices;
 mod frame;
 pub mod http;
+pub mod input;
 mod latency;
 mod pipeline;
 pub mod report;

@@ -31,6 +31,14 @@ pub fn open_source(
             Box::new(SyntheticSource::new(*scene, width, height).starting_at(index))
         }
         SourceSpec::Shm(name) => Box::new(ShmSource::open(name)?),
+        SourceSpec::X11 {
+            display,
+            region,
+            cursor,
+        } => Box::new(
+            framewire_x11::X11Source::open(display.as_deref(), *region, *cursor)
+                .map_err(|e| CaptureError::Unavailable(e.to_string()))?,
+        ),
     })
 }
 
@@ -95,14 +103,30 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
     let total = shared.counters.get("frames_captured");
     let unchanged = shared.counters.get("frames_unchanged");
     let no_damage = shared.counters.get("frames_without_damage");
+    let mut polls = 0u64;
+    let mut source_counts: std::collections::HashMap<&'static str, u64> = Default::default();
     loop {
+        // The source's own counters (e.g. X11 reads and idle polls), a few times a second.
+        if polls.is_multiple_of(16) {
+            for (name, v) in source.counters() {
+                let last = source_counts.entry(name).or_insert(0);
+                if v > *last {
+                    shared.counters.get(name).add(v - *last);
+                }
+                *last = v;
+            }
+        }
+        polls += 1;
         if *shutdown.borrow_and_update() {
             break;
         }
         if size_rx.has_changed().unwrap_or(false) {
             (w, h) = *size_rx.borrow_and_update();
             match open_source(&cfg.source, w, h, seq) {
-                Ok(s) => source = s,
+                Ok(s) => {
+                    source = s;
+                    source_counts.clear();
+                }
                 Err(e) => warn!(error = %e, "capture source not reopened"),
             }
             info!(

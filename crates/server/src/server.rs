@@ -33,6 +33,7 @@ pub struct ServerHandle {
     pub daylight_addr: Option<SocketAddr>,
     pub sensor_addr: Option<SocketAddr>,
     pub http_addr: Option<SocketAddr>,
+    pub touch_addr: Option<SocketAddr>,
     streams: Option<Arc<crate::streams::Streams>>,
     shared: Arc<Shared>,
     capture: Option<std::thread::JoinHandle<()>>,
@@ -137,6 +138,23 @@ impl Server {
             http_addr = Some(l.local_addr()?);
             tasks.push(tokio::spawn(crate::http::serve(l, ctx.clone())));
         }
+        if let Some(ic) = &cfg.input {
+            let sink = crate::input::start(ic, shared.counters.clone())?;
+            let _ = shared.input.set(sink);
+        }
+        let mut touch_addr = None;
+        if let Some(addr) = cfg.touch_addr {
+            let l = TcpListener::bind(addr).await.with_context(|| {
+                format!("binding the touch port {addr} (pick another with --touch-port)")
+            })?;
+            touch_addr = Some(l.local_addr()?);
+            info!(addr = %l.local_addr()?, "touch port (Daylight app)");
+            tasks.push(tokio::spawn(crate::input::serve_touch(
+                l,
+                shared.input.get().cloned(),
+                shared.counters.clone(),
+            )));
+        }
         let mut threads = Vec::new();
         if let Some(name) = &cfg.shm_export {
             let ch = crate::shm_export::open(name)
@@ -149,6 +167,7 @@ impl Server {
             daylight_addr: bound[1],
             sensor_addr,
             http_addr,
+            touch_addr,
             streams,
             shared,
             capture,
@@ -248,7 +267,7 @@ async fn accept_loop(l: TcpListener, proto: Protocol, ctx: Arc<Ctx>) {
     }
 }
 
-fn register(ctx: &Ctx, proto: Protocol, peer: SocketAddr) -> Arc<ViewerShared> {
+fn register(ctx: &Ctx, proto: Protocol, peer: SocketAddr, control: bool) -> Arc<ViewerShared> {
     let v = Arc::new(ViewerShared {
         id: ctx.shared.new_viewer_id(),
         protocol: proto,
@@ -263,6 +282,7 @@ fn register(ctx: &Ctx, proto: Protocol, peer: SocketAddr) -> Arc<ViewerShared> {
         ),
         offset: Mutex::new(ClockOffset::new()),
         e2e_us: Mutex::new(SampleWindow::new(600)),
+        control,
         bytes_sent: Default::default(),
         acked: Notify::new(),
     });
@@ -439,14 +459,18 @@ pub(crate) async fn serve_v1<S: Conn>(
         }
     };
     let has_streams = ctx.streams.is_some();
-    if let Err(r) = check_hello(
-        version,
-        role,
-        &token,
-        &stream,
-        ctx.cfg.token.as_deref(),
-        has_streams,
-    ) {
+    // The control token lets a viewer send input, and view as well.
+    let control = ctx
+        .cfg
+        .control_token
+        .as_deref()
+        .is_some_and(|c| token_matches(&token, c));
+    let required = if control {
+        None
+    } else {
+        ctx.cfg.token.as_deref()
+    };
+    if let Err(r) = check_hello(version, role, &token, &stream, required, has_streams) {
         shared
             .counters
             .inc(&format!("handshake_rejected.{}", r.counter));
@@ -464,7 +488,7 @@ pub(crate) async fn serve_v1<S: Conn>(
         )
         .await;
     }
-    let viewer = register(ctx, Protocol::V1, peer);
+    let viewer = register(ctx, Protocol::V1, peer, control);
     sock.write_all(
         &Packet::Welcome {
             version: v1::VERSION,
@@ -523,7 +547,7 @@ async fn run_session(
 }
 
 async fn serve_daylight(sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::Result<()> {
-    let viewer = register(ctx, Protocol::Daylight, peer);
+    let viewer = register(ctx, Protocol::Daylight, peer, false);
     let (rd, wr) = sock.into_split();
     // Daylight has no control packets to the viewer besides commands; the channel only closes.
     let (_ctrl_tx, ctrl_rx) = mpsc::channel::<Bytes>(1);

@@ -274,6 +274,13 @@ pub async fn run_v1_reader(
                     lock(&viewer.flow).request_keyframe();
                     viewer.acked.notify_one();
                 }
+                Packet::Input { kind, x, y, code } => match shared.input.get() {
+                    Some(sink) if viewer.control => {
+                        sink.send(crate::input::InputEvent::Viewer { kind, x, y, code })
+                    }
+                    Some(_) => shared.counters.inc("input_refused.no_control_token"),
+                    None => shared.counters.inc("input_refused.view_only"),
+                },
                 Packet::Ping { id, sent_us } => {
                     if ctrl
                         .try_send(

@@ -54,6 +54,8 @@ pub struct ViewerShared {
     pub flow: Mutex<ViewerFlow>,
     pub offset: Mutex<ClockOffset>,
     pub e2e_us: Mutex<SampleWindow>,
+    /// Presented the control token: its Input packets are injected.
+    pub control: bool,
     pub bytes_sent: AtomicU64,
     pub acked: Notify,
 }
@@ -78,6 +80,8 @@ pub struct Shared {
     pub devices: Arc<crate::devices::Devices>,
     /// Per-stage latency since start, for Prometheus.
     pub stages: crate::latency::StageHistograms,
+    /// Where viewers' input goes, when injection is on.
+    pub input: std::sync::OnceLock<crate::input::InputSink>,
 }
 
 impl Shared {
@@ -98,6 +102,7 @@ impl Shared {
             started_us,
             devices: Default::default(),
             stages: Default::default(),
+            input: Default::default(),
         })
     }
 
