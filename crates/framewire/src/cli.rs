@@ -283,9 +283,28 @@ pub enum Bench {
     /// Shared-memory transport between processes: µs per message for routes and channels,
     /// ping-pong latency, frame throughput, futex syscalls per message.
     Ipc(BenchIpcArgs),
+    /// X11 capture on an Xvfb screen it starts (or --display): full-frame capture time, and
+    /// the CPU a server uses while the screen is unchanged.
+    X11(BenchX11Args),
     /// One process of `bench ipc` (started by it).
     #[command(hide = true)]
     IpcWorker(IpcWorkerArgs),
+}
+
+#[derive(Args, Clone)]
+pub struct BenchX11Args {
+    /// Use this X display instead of starting Xvfb.
+    #[arg(long)]
+    pub display: Option<String>,
+    /// Screen size when starting Xvfb.
+    #[arg(long, default_value = "1600x1200")]
+    pub size: String,
+    /// Full-frame captures to time.
+    #[arg(long, default_value_t = 300)]
+    pub captures: u32,
+    /// Seconds of unchanged screen to measure the server's CPU over.
+    #[arg(long, default_value_t = 10.0)]
+    pub idle_seconds: f64,
 }
 
 #[derive(Args, Clone)]

@@ -180,6 +180,11 @@ impl X11Source {
         })
     }
 
+    /// The next capture reads the whole picture, as the first one does (benchmarks).
+    pub fn force_full(&mut self) {
+        self.first = true;
+    }
+
     pub fn stats(&self) -> Arc<X11Stats> {
         self.stats.clone()
     }
