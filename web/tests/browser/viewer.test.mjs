@@ -56,6 +56,8 @@ test("the page receives a scrolling desktop, verifies it, and draws exactly the 
       samples: s.totalMs.length,
     };
     mkdirSync(`${root}/target/web`, { recursive: true });
+    // The README's screenshot (docs/images/browser-viewer.png is a copy of this one).
+    await page.screenshot({ path: `${root}/target/web/viewer-screenshot.png` });
     writeFileSync(`${root}/target/web/viewer-timing.json`, JSON.stringify(report, null, 2));
     console.log(`browser viewer: ${JSON.stringify(report)}`);
   });
