@@ -38,6 +38,7 @@ fn start_xvfb(size: &str) -> anyhow::Result<(Xvfb, String)> {
             "-screen",
             "0",
             &format!("{size}x24"),
+            "-noreset",
             "-nolisten",
             "tcp",
         ])

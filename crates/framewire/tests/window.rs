@@ -23,6 +23,7 @@ fn xvfb() -> Option<(
             "-screen",
             "0",
             "1024x768x24",
+            "-noreset",
             "-nolisten",
             "tcp",
         ])

@@ -8,7 +8,8 @@
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 
-use framewire_input::{Action, GestureConfig, Gestures, TouchKind, TouchPacket};
+use framewire_input::{Action, GestureConfig, Gestures};
+use framewire_proto::daylight::{Touch as TouchPacket, TouchDecoder, TouchEvent, TouchKind};
 use framewire_proto::v1::{InputKind, INPUT_TOUCH};
 use framewire_telemetry::Counters;
 use framewire_x11::{Injector, Region};
@@ -164,33 +165,27 @@ pub async fn serve_touch(l: tokio::net::TcpListener, sink: Option<InputSink>, co
         tokio::spawn(async move {
             info!(%peer, "touch connection");
             counters.inc("connections.touch");
-            let mut parser = framewire_input::TouchParser::new();
+            let mut dec = TouchDecoder::new();
             let mut buf = [0u8; 4096];
-            let mut reported = framewire_input::touch::TouchStats::default();
             while let Ok(n) = sock.read(&mut buf).await {
                 if n == 0 {
                     break;
                 }
-                for p in parser.push(&buf[..n]) {
-                    match &sink {
-                        Some(s) => s.send(InputEvent::Touch(p)),
-                        None => counters.inc("input_refused.view_only"),
+                dec.feed(&buf[..n]);
+                while let Some(ev) = dec.next_event() {
+                    match (ev, &sink) {
+                        (TouchEvent::Touch(t), Some(s)) => {
+                            counters.inc("touch_packets");
+                            s.send(InputEvent::Touch(t))
+                        }
+                        (TouchEvent::Touch(_), None) => counters.inc("input_refused.view_only"),
+                        (TouchEvent::Skipped { bytes, reason }, _) => {
+                            counters.get("touch_bytes_skipped").add(bytes as u64);
+                            counters.inc(&format!("touch_rejected.{reason}"));
+                            warn!(%peer, bytes, reason, "touch: bad bytes in the stream skipped");
+                        }
                     }
                 }
-                let s = parser.stats;
-                if s.skipped_bytes > reported.skipped_bytes || s.rejected > reported.rejected {
-                    counters
-                        .get("touch_bytes_skipped")
-                        .add(s.skipped_bytes - reported.skipped_bytes);
-                    counters
-                        .get("touch_packets_rejected")
-                        .add(s.rejected - reported.rejected);
-                    warn!(%peer, skipped = s.skipped_bytes, rejected = s.rejected, "touch: bad bytes in the stream");
-                }
-                counters
-                    .get("touch_packets")
-                    .add(s.packets - reported.packets);
-                reported = s;
             }
         });
     }

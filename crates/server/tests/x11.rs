@@ -8,7 +8,7 @@ use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use framewire_input::{TouchKind, TouchPacket};
+use framewire_proto::daylight::{Touch as TouchPacket, TouchKind};
 use framewire_proto::v1::{self, InputKind, Packet, Role};
 use framewire_server::input::InputConfig;
 use framewire_server::viewer::{run_viewer, ViewerOptions, ViewerStats};
@@ -49,6 +49,7 @@ fn xvfb(w: u32, h: u32) -> Option<Xvfb> {
             "-screen",
             "0",
             &format!("{w}x{h}x24"),
+            "-noreset",
             "-nolisten",
             "tcp",
         ])
@@ -331,8 +332,10 @@ async fn input_from_a_viewer_and_from_touch_packets_reaches_the_x_server() {
         dy: 0.0,
         pointer: 0,
     };
-    let mut bytes = at(TouchKind::Down).to_bytes().to_vec();
-    bytes.extend(at(TouchKind::Up).to_bytes());
+    let mut b = bytes::BytesMut::new();
+    at(TouchKind::Down).encode(&mut b);
+    at(TouchKind::Up).encode(&mut b);
+    let bytes = b.to_vec();
     for part in [&bytes[..5], &bytes[5..30], &bytes[30..]] {
         touch.write_all(part).await.unwrap();
         touch.flush().await.unwrap();
