@@ -6,56 +6,15 @@
 //!   CPU time of this process over the interval, as a share of one core.
 
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
 use framewire_capture::FrameSource;
 use framewire_server::viewer::{run_viewer, ViewerOptions, ViewerStats};
 use framewire_server::{Protocol, Server, ServerConfig, SourceSpec};
 use framewire_x11::X11Source;
 
 use crate::cli::BenchX11Args;
-
-struct Xvfb(
-    std::process::Child,
-    #[allow(dead_code)] std::io::BufReader<std::process::ChildStdout>,
-);
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_xvfb(size: &str) -> anyhow::Result<(Xvfb, String)> {
-    let mut child = Command::new("Xvfb")
-        .args([
-            "-displayfd",
-            "1",
-            "-screen",
-            "0",
-            &format!("{size}x24"),
-            "-noreset",
-            "-nolisten",
-            "tcp",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .context(
-            "starting Xvfb (Debian package xvfb; `make setup` installs it), or pass --display",
-        )?;
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line)?;
-    if line.trim().is_empty() {
-        bail!("Xvfb did not report a display");
-    }
-    Ok((Xvfb(child, out), format!(":{}", line.trim())))
-}
 
 fn cpu_seconds() -> f64 {
     // SAFETY: getrusage fills the struct we pass.
@@ -74,7 +33,13 @@ pub async fn run(a: BenchX11Args) -> anyhow::Result<()> {
     let (_xvfb, display) = match &a.display {
         Some(d) => (None, d.clone()),
         None => {
-            let (x, d) = start_xvfb(&a.size)?;
+            let (w, h) = a
+                .size
+                .split_once('x')
+                .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
+                .ok_or_else(|| anyhow::anyhow!("--size {:?}: expected WxH", a.size))?;
+            let x = framewire_x11::xvfb::Xvfb::start(w, h).map_err(anyhow::Error::msg)?;
+            let d = x.display.clone();
             (Some(x), d)
         }
     };

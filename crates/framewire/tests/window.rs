@@ -11,43 +11,13 @@ use framewire_server::viewer::{run_viewer, ViewerOptions, ViewerStats};
 use framewire_server::{Protocol, Server, ServerConfig, SourceSpec};
 use framewire_x11::{Region, X11Source};
 
-fn xvfb() -> Option<(
-    std::process::Child,
-    std::io::BufReader<std::process::ChildStdout>,
-    String,
-)> {
-    let mut child = match Command::new("Xvfb")
-        .args([
-            "-displayfd",
-            "1",
-            "-screen",
-            "0",
-            "1024x768x24",
-            "-noreset",
-            "-nolisten",
-            "tcp",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(_) => {
-            eprintln!("SKIPPED: Xvfb is not installed (make setup installs it)");
-            return None;
-        }
-    };
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    Some((child, out, format!(":{}", line.trim())))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_window_shows_exactly_the_stream() {
-    let Some((mut xvfb, _out, display)) = xvfb() else {
-        return;
+    let xvfb = match framewire_x11::xvfb::Xvfb::start(1024, 768) {
+        Ok(x) => x,
+        Err(e) => return eprintln!("SKIPPED: {e}"),
     };
+    let display = xvfb.display.clone();
     let server = Server::start(ServerConfig {
         source: SourceSpec::Synthetic(Scene::Idle),
         resolution: framewire_capture::Resolution {
@@ -115,6 +85,5 @@ async fn the_window_shows_exactly_the_stream() {
     let _ = view.wait();
     task.abort();
     server.shutdown().await;
-    let _ = xvfb.kill();
-    let _ = xvfb.wait();
+    drop(xvfb);
 }

@@ -4,7 +4,6 @@
 //! with a message, only when Xvfb is not installed (`make setup` installs it).
 
 use std::net::SocketAddr;
-use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,55 +22,16 @@ use x11rb::protocol::Event;
 use x11rb::rust_connection::RustConnection;
 use x11rb::wrapper::ConnectionExt as _;
 
-struct Xvfb {
-    child: Child,
-    display: String,
-    _out: std::io::BufReader<std::process::ChildStdout>,
-}
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use framewire_x11::xvfb::Xvfb;
 
 fn xvfb(w: u32, h: u32) -> Option<Xvfb> {
-    if Command::new("Xvfb").arg("-help").output().is_err() {
-        eprintln!("SKIPPED: Xvfb is not installed (make setup installs it)");
-        return None;
+    match Xvfb::start(w, h) {
+        Ok(x) => Some(x),
+        Err(e) => {
+            eprintln!("SKIPPED: {e}");
+            None
+        }
     }
-    // Xvfb picks a free display number itself and writes it to the pipe (-displayfd).
-    let mut child = Command::new("Xvfb")
-        .args([
-            "-displayfd",
-            "1",
-            "-screen",
-            "0",
-            &format!("{w}x{h}x24"),
-            "-noreset",
-            "-nolisten",
-            "tcp",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("starting Xvfb");
-    // The pipe stays open as long as Xvfb runs (a closed one would kill it with SIGPIPE).
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).expect("Xvfb's display number");
-    let display = format!(":{}", line.trim());
-    let until = Instant::now() + Duration::from_secs(10);
-    while x11rb::connect(Some(&display)).is_err() {
-        assert!(Instant::now() < until, "Xvfb {display} did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Some(Xvfb {
-        child,
-        display,
-        _out: out,
-    })
 }
 
 /// A deterministic BGRA pattern, different for each `seed`.

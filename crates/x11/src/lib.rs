@@ -8,6 +8,7 @@
 //! | `cursor.rs` | blending the XFixes cursor image over a BGRA picture |
 //! | `inject.rs` | pointer, wheel and key events into the X server with XTest |
 //! | `window.rs` | a window that shows grey pictures (the native viewer) |
+//! | `xvfb.rs` | a private Xvfb screen for tests and benchmarks |
 
 pub mod capture;
 pub mod cursor;
@@ -15,6 +16,7 @@ pub mod display;
 pub mod inject;
 mod shm_image;
 pub mod window;
+pub mod xvfb;
 
 pub use capture::{Region, X11Source};
 pub use display::{connect, X11Error};
