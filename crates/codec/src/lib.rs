@@ -13,6 +13,7 @@ pub mod grey;
 pub mod ingest;
 mod picture;
 pub mod rows;
+pub mod tune;
 
 pub use block::{BlockCodec, CodecError};
 pub use encoder::{Encoded, EncodedKind, HostEncoder, KeyframeReason, SharedPicture};

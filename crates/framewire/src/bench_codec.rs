@@ -8,7 +8,8 @@ use anyhow::Context;
 use framewire_capture::{Resolution, Scene, SyntheticSource, PRESETS};
 use framewire_codec::checksum::checksum_of_rows;
 use framewire_codec::grey::{to_grey, to_grey_scalar, PixelOrder};
-use framewire_codec::ingest::ingest;
+use framewire_codec::ingest::{ingest, Source, Tuned};
+use framewire_codec::tune::{Tuner, Tuning};
 use framewire_codec::{BlockCodec, EncodedKind, HostEncoder, Picture};
 use serde::Serialize;
 
@@ -160,9 +161,8 @@ fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: BlockCodec) -> a
                 grey_ms = ms(t);
             } else {
                 ingest(
-                    bgra,
-                    PixelOrder::Bgra,
-                    res.width as usize,
+                    Source::new(bgra, PixelOrder::Bgra, res.width as usize),
+                    None,
                     None,
                     None,
                     dst,
@@ -300,6 +300,11 @@ pub fn run(a: BenchCodecArgs) -> anyhow::Result<()> {
         let res = resolutions[resolutions.len() - 1];
         let (scalar, fast) = grey_side_by_side(res, a.frames);
         println!("grey at {res}, same frames, one run: scalar reference {scalar:.3} ms, vectorised {fast:.3} ms ({:.1}x)", scalar / fast);
+        let t = tune_side_by_side(res, a.frames);
+        println!(
+            "display tuning at {res}, whole frame (grey + tuning + row hashes), same frames, one run: neutral {:.3} ms, crisp {:.3} ms, ink {:.3} ms",
+            t[0], t[1], t[2]
+        );
     }
     Ok(())
 }
@@ -320,4 +325,27 @@ fn grey_side_by_side(res: Resolution, frames: u64) -> (f64, f64) {
         f.push(ms(t));
     }
     (median(&mut s), median(&mut f))
+}
+
+/// Medians of the first stage (grey + row hashes) over whole frames with each display profile,
+/// interleaved frame by frame. The tuned profiles sharpen and look up every pixel.
+fn tune_side_by_side(res: Resolution, frames: u64) -> [f64; 3] {
+    let mut src = SyntheticSource::new(Scene::Mixed, res.width, res.height);
+    let mut out = vec![0u8; res.pixels()];
+    let mut hashes = Vec::new();
+    let mut tuned: Vec<Tuned> = ["neutral", "crisp", "ink"]
+        .iter()
+        .map(|p| Tuned::new(Tuner::new(Tuning::profile(p).expect("a built-in profile"))))
+        .collect();
+    let mut times = [vec![], vec![], vec![]];
+    for i in 0..frames.min(60) {
+        let bgra = src.render(i);
+        for (t, times) in tuned.iter_mut().zip(times.iter_mut()) {
+            let start = Instant::now();
+            let source = Source::new(bgra, PixelOrder::Bgra, res.width as usize);
+            ingest(source, None, None, Some(t), &mut out, &mut hashes);
+            times.push(ms(start));
+        }
+    }
+    times.map(|mut t| median(&mut t))
 }

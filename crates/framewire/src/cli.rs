@@ -148,6 +148,19 @@ pub struct ServeArgs {
     /// whenever it reconnects.
     #[arg(long)]
     pub adb: bool,
+    /// Display profile: neutral, crisp or ink (sets sharpen, contrast and gamma together;
+    /// the three options below override parts of it). Live: `framewire ctl profile ink`.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Sharpen (3×3 Laplacian) amount, 0 (off) to 2. Live: `framewire ctl sharpen 0.5`.
+    #[arg(long, value_name = "0-2")]
+    pub sharpen: Option<String>,
+    /// Contrast around mid-grey, 0.25 to 4 (1 = unchanged). Live: `framewire ctl contrast 1.2`.
+    #[arg(long, value_name = "0.25-4")]
+    pub contrast: Option<String>,
+    /// Gamma, 0.2 to 5 (1 = unchanged; above 1 lightens mid-greys). Live: `framewire ctl gamma 0.9`.
+    #[arg(long, value_name = "0.2-5")]
+    pub gamma: Option<String>,
 }
 
 #[derive(Args, Clone)]

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use framewire_capture::Resolution;
+use framewire_codec::tune::{Tuning, PROFILES};
 use framewire_codec::BlockCodec;
 use framewire_server::control::{default_socket_path, default_status_path};
 use framewire_server::{Server, ServerConfig, SourceSpec};
@@ -106,6 +107,7 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         (None, _) => None,
     };
     Ok(ServerConfig {
+        tuning: tuning(a)?,
         resolution: res,
         fps: a.source.fps,
         v1_addr: Some(SocketAddr::new(a.bind, a.port)),
@@ -127,6 +129,30 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         source: src,
         ..ServerConfig::default()
     })
+}
+
+/// `--profile`, then `--sharpen`, `--contrast` and `--gamma` over it.
+fn tuning(a: &ServeArgs) -> anyhow::Result<Tuning> {
+    let mut t = match &a.profile {
+        None => Tuning::NEUTRAL,
+        Some(p) => Tuning::profile(p).ok_or_else(|| {
+            let names: Vec<&str> = PROFILES.iter().map(|(n, _)| *n).collect();
+            anyhow::anyhow!(
+                "--profile: no profile {p:?}; profiles: {}",
+                names.join(", ")
+            )
+        })?,
+    };
+    let parse = |which: &str, v: &Option<String>, slot: &mut u16| -> anyhow::Result<()> {
+        if let Some(v) = v {
+            *slot = Tuning::parse_setting(which, v).map_err(|e| anyhow::anyhow!("--{e}"))?;
+        }
+        Ok(())
+    };
+    parse("sharpen", &a.sharpen, &mut t.sharpen)?;
+    parse("contrast", &a.contrast, &mut t.contrast)?;
+    parse("gamma", &a.gamma, &mut t.gamma)?;
+    Ok(t)
 }
 
 pub async fn run(a: ServeArgs, mirror: bool) -> anyhow::Result<()> {
@@ -191,6 +217,12 @@ pub async fn run(a: ServeArgs, mirror: bool) -> anyhow::Result<()> {
     } else {
         None
     };
+    if !cfg.tuning.is_neutral() {
+        println!(
+            "  display tuning:    {}   (framewire ctl profile neutral to turn off)",
+            cfg.tuning
+        );
+    }
     println!("  latency:           framewire latency --watch --control-socket {ctl}");
     println!("  commands:          framewire ctl brightness 200 --control-socket {ctl}");
     println!("Ctrl-C to stop.");

@@ -75,6 +75,8 @@ pub struct ServerConfig {
     /// The Daylight app's touch port; always loopback (adb reverse arrives there).
     pub touch_addr: Option<SocketAddr>,
     pub brightness: u8,
+    /// Display tuning applied to every picture (changeable live through the control socket).
+    pub tuning: framewire_codec::tune::Tuning,
 }
 
 impl Default for ServerConfig {
@@ -102,6 +104,7 @@ impl Default for ServerConfig {
             control_token: None,
             touch_addr: None,
             brightness: 128,
+            tuning: Default::default(),
         }
     }
 }

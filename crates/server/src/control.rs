@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use framewire_capture::Resolution;
+use framewire_codec::tune::{Tuning, PROFILES};
 use framewire_telemetry::format_daylight_latency;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -161,9 +162,38 @@ pub(crate) fn execute(line: &str, shared: &Shared) -> String {
             "OK restarting capture\n".to_string()
         }
         "RECONNECT" => "OK viewers reconnect by themselves; nothing to do for TCP viewers\n".to_string(),
-        "SHARPEN" | "CONTRAST" | "FONTSMOOTHING" => {
-            format!("ERR {} is not available yet: display tuning arrives with the X11 capture source\n", verb.to_ascii_lowercase())
+        "SHARPEN" | "CONTRAST" | "GAMMA" => {
+            let which = verb.to_ascii_lowercase();
+            let mut s = lock(&shared.settings);
+            if let Some(a) = arg {
+                match Tuning::parse_setting(&which, a) {
+                    Ok(v) => match verb.as_str() {
+                        "SHARPEN" => s.tuning.sharpen = v,
+                        "CONTRAST" => s.tuning.contrast = v,
+                        _ => s.tuning.gamma = v,
+                    },
+                    Err(e) => return format!("ERR {e}\n"),
+                }
+                info!(tuning = %s.tuning, "display tuning changed");
+            }
+            format!("OK {}\n", s.tuning)
         }
+        "PROFILE" => {
+            let mut s = lock(&shared.settings);
+            if let Some(a) = arg {
+                match Tuning::profile(a) {
+                    Some(t) => s.tuning = t,
+                    None => {
+                        let names: Vec<&str> = PROFILES.iter().map(|(n, _)| *n).collect();
+                        return format!("ERR no profile {a:?}; profiles: {}\n", names.join(" "));
+                    }
+                }
+                info!(tuning = %s.tuning, "display profile changed");
+            }
+            let name = s.tuning.profile_name().unwrap_or("custom");
+            format!("OK profile={name} {}\n", s.tuning)
+        }
+        "FONTSMOOTHING" => "ERR fontsmoothing is a macOS system setting; on X11 each application's fontconfig decides, so framewire leaves it alone (use SHARPEN and CONTRAST)\n".to_string(),
         "LATENCY" => format_daylight_latency(&build_report(shared)),
         "STATUS" => {
             let mut s = String::from("OK\n");
@@ -206,7 +236,7 @@ pub(crate) fn execute(line: &str, shared: &Shared) -> String {
         },
         "" => "ERR empty command\n".to_string(),
         other => format!(
-            "ERR unknown command {other:?}; verbs: BRIGHTNESS WARMTH BACKLIGHT RESOLUTION START STOP STATUS RESTART RECONNECT LATENCY HEALTH REPORT DEVICE\n"
+            "ERR unknown command {other:?}; verbs: BRIGHTNESS WARMTH BACKLIGHT RESOLUTION START STOP STATUS RESTART RECONNECT SHARPEN CONTRAST GAMMA PROFILE LATENCY HEALTH REPORT DEVICE\n"
         ),
     }
 }
@@ -236,6 +266,7 @@ mod tests {
                 warmth: 128,
                 backlight_on: true,
                 running: true,
+                tuning: Default::default(),
             },
             (800, 600),
             0,
@@ -277,5 +308,49 @@ mod tests {
             );
         }
         assert!(execute("HEALTH", &s).starts_with("ERR"));
+    }
+
+    #[test]
+    fn tuning_verbs_change_the_live_settings() {
+        let s = shared();
+        assert_eq!(
+            execute("sharpen", &s),
+            "OK sharpen=0.00 contrast=1.00 gamma=1.00\n"
+        );
+        assert_eq!(
+            execute("SHARPEN 0.5", &s),
+            "OK sharpen=0.50 contrast=1.00 gamma=1.00\n"
+        );
+        assert_eq!(
+            execute("contrast 1.25", &s),
+            "OK sharpen=0.50 contrast=1.25 gamma=1.00\n"
+        );
+        assert_eq!(
+            execute("gamma 2.2", &s),
+            "OK sharpen=0.50 contrast=1.25 gamma=2.20\n"
+        );
+        assert_eq!(
+            lock(&s.settings).tuning,
+            Tuning {
+                sharpen: 50,
+                contrast: 125,
+                gamma: 220
+            }
+        );
+        // Out of range or not a number: refused, and nothing changes.
+        assert!(execute("gamma 0", &s).starts_with("ERR gamma must be from 0.2 to 5"));
+        assert!(execute("contrast high", &s).starts_with("ERR contrast must be a number"));
+        assert_eq!(lock(&s.settings).tuning.gamma, 220);
+        assert_eq!(
+            execute("profile", &s),
+            "OK profile=custom sharpen=0.50 contrast=1.25 gamma=2.20\n"
+        );
+        assert_eq!(
+            execute("PROFILE ink", &s),
+            "OK profile=ink sharpen=1.00 contrast=1.40 gamma=0.85\n"
+        );
+        assert!(execute("profile glossy", &s).contains("profiles: neutral crisp ink"));
+        assert_eq!(lock(&s.settings).tuning, Tuning::profile("ink").unwrap());
+        assert!(execute("fontsmoothing", &s).starts_with("ERR"));
     }
 }

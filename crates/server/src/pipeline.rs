@@ -9,7 +9,8 @@ use bytes::Bytes;
 use framewire_capture::{CaptureError, FrameSource, ShmSource, SyntheticSource};
 use framewire_codec::checksum::checksum_of_rows;
 use framewire_codec::grey::PixelOrder;
-use framewire_codec::ingest::{ingest, Previous};
+use framewire_codec::ingest::{ingest, Previous, Source, Tuned};
+use framewire_codec::tune::Tuner;
 use framewire_codec::{EncodedKind, HostEncoder};
 use tracing::{info, warn};
 
@@ -105,6 +106,10 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
     let no_damage = shared.counters.get("frames_without_damage");
     let mut polls = 0u64;
     let mut source_counts: std::collections::HashMap<&'static str, u64> = Default::default();
+    // Display tuning, rebuilt when the control socket changes it; the next picture is then
+    // converted whole, as every row of it changes.
+    let mut tuned = Tuned::new(Tuner::new(lock(&shared.settings).tuning));
+    let mut retune = false;
     loop {
         // The source's own counters (e.g. X11 reads and idle polls), a few times a second.
         if polls.is_multiple_of(16) {
@@ -144,8 +149,14 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             deadline = now;
         }
         deadline += period_us;
-        if !lock(&shared.settings).running {
+        let settings = *lock(&shared.settings);
+        if !settings.running {
             continue; // STOP: keep pacing, publish nothing; viewers keep their last picture
+        }
+        if settings.tuning != tuned.tuner().tuning() {
+            tuned = Tuned::new(Tuner::new(settings.tuning));
+            retune = true;
+            info!(tuning = %settings.tuning, "display tuning applied");
         }
 
         let capture_start = now_us();
@@ -167,7 +178,8 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
                 .push(((capture_us - prev) as f64 - 1e6 / cfg.fps as f64).abs());
         }
         let (cw, ch) = (captured.width, captured.height);
-        let damage = captured.damage.merged(ch);
+        // After a tuning change every row is made again, whatever the source says changed.
+        let damage = captured.damage.merged(ch).filter(|_| !retune);
         let same_size = last
             .as_ref()
             .filter(|l| l.width == cw && l.height == ch)
@@ -216,11 +228,10 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             hashes: &prev_hashes,
         });
         ingest(
-            captured.bgra,
-            PixelOrder::Bgra,
-            cw as usize,
+            Source::new(captured.bgra, PixelOrder::Bgra, cw as usize),
             prev,
             damage.as_deref(),
+            Some(&mut tuned),
             Arc::get_mut(&mut grey).expect("fresh buffer"),
             &mut hashes,
         );
@@ -309,6 +320,7 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             base,
         );
         let frame = Arc::new(frame);
+        retune = false;
         last = Some(frame.clone());
         shared.frames.send_replace(Some(frame));
         seq += 1;

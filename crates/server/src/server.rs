@@ -63,6 +63,7 @@ impl Server {
             warmth: 128,
             backlight_on: true,
             running: true,
+            tuning: cfg.tuning,
         };
         let size = (cfg.resolution.width, cfg.resolution.height);
         let shared = Shared::new(settings, size, now_us());

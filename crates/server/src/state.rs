@@ -30,6 +30,8 @@ pub struct Settings {
     pub warmth: u8,
     pub backlight_on: bool,
     pub running: bool,
+    /// Display tuning (sharpen, contrast, gamma), applied by the capture loop.
+    pub tuning: framewire_codec::tune::Tuning,
 }
 
 /// Timing windows of the capture loop (all µs).

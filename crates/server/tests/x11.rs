@@ -181,6 +181,97 @@ async fn the_screen_arrives_pixel_exact_and_an_unchanged_screen_is_not_read() {
     server.shutdown().await;
 }
 
+/// Display tuning as documented (spec/PROTOCOL.md), written here independently of the codec:
+/// sharpen `c + floor(s·(4c − up − down − left − right) + ½)` with edge pixels repeated, clamped;
+/// then contrast around 127.5 and gamma `255·(v/255)^(1/g)`, rounded.
+fn tuned(grey: &[u8], w: usize, sharpen: f64, contrast: f64, gamma: f64) -> Vec<u8> {
+    let h = grey.len() / w;
+    let at = |x: isize, y: isize| {
+        grey[y.clamp(0, h as isize - 1) as usize * w + x.clamp(0, w as isize - 1) as usize] as f64
+    };
+    let weight = (sharpen * 256.0).round() / 256.0;
+    let mut out = Vec::with_capacity(grey.len());
+    for y in 0..h as isize {
+        for x in 0..w as isize {
+            let c = at(x, y);
+            let lap = 4.0 * c - at(x, y - 1) - at(x, y + 1) - at(x - 1, y) - at(x + 1, y);
+            let s = (c + (weight * lap + 0.5).floor()).clamp(0.0, 255.0);
+            let k = ((s - 127.5) * contrast + 127.5).clamp(0.0, 255.0);
+            out.push((255.0 * (k / 255.0).powf(1.0 / gamma)).round() as u8);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn display_tuning_is_applied_live_and_kept_right_under_damage() {
+    let Some(x) = xvfb(320, 240) else { return };
+    let conn = x11rb::connect(Some(&x.display)).unwrap().0;
+    let mut screen = pattern(320, 240, 3);
+    draw(&conn, 0, 0, 320, 240, &screen);
+    let sock = std::env::temp_dir().join(format!("fw-tune-{}.sock", std::process::id()));
+    let cfg = ServerConfig {
+        control_socket: Some(sock.clone()),
+        // As `--contrast 1.5` sets it.
+        tuning: framewire_codec::tune::Tuning {
+            sharpen: 0,
+            contrast: 150,
+            gamma: 100,
+        },
+        ..config(&x.display, false)
+    };
+    let server = Server::start(cfg).await.unwrap();
+    let (latest, task) = viewer(server.v1_addr.unwrap());
+    wait_for(
+        &latest,
+        &tuned(&grey(&screen), 320, 0.0, 1.5, 1.0),
+        "contrast 1.5 from the start",
+    )
+    .await;
+
+    // Live, through the control socket: every row changes, and the viewer verifies it.
+    let ctl = |line: &'static str| {
+        let sock = sock.clone();
+        async move {
+            framewire_server::control::request(&sock, line)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        ctl("SHARPEN 1").await,
+        "OK sharpen=1.00 contrast=1.50 gamma=1.00\n"
+    );
+    assert!(ctl("gamma 0.8").await.starts_with("OK"));
+    wait_for(
+        &latest,
+        &tuned(&grey(&screen), 320, 1.0, 1.5, 0.8),
+        "sharpen 1, contrast 1.5, gamma 0.8",
+    )
+    .await;
+
+    // A damaged band: its rows and the rows next to it (which sharpen reads) are made again.
+    let patch = pattern(200, 20, 4);
+    draw(&conn, 60, 100, 200, 20, &patch);
+    for y in 0..20usize {
+        let at = ((100 + y) * 320 + 60) * 4;
+        screen[at..at + 800].copy_from_slice(&patch[y * 800..(y + 1) * 800]);
+    }
+    wait_for(
+        &latest,
+        &tuned(&grey(&screen), 320, 1.0, 1.5, 0.8),
+        "the tuned damaged band",
+    )
+    .await;
+
+    assert!(ctl("profile neutral")
+        .await
+        .starts_with("OK profile=neutral"));
+    wait_for(&latest, &grey(&screen), "the untuned screen again").await;
+    task.abort();
+    server.shutdown().await;
+}
+
 async fn hello(addr: SocketAddr, token: &str) -> TcpStream {
     let mut s = TcpStream::connect(addr).await.unwrap();
     let h = Packet::Hello {
