@@ -43,7 +43,8 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c 'import pytest, lz4.block, xxhash' >/dev/null 2>&1; then
-  echo "setup: installing pytest, lz4, xxhash into .venv"
-  .venv/bin/pip install -q --disable-pip-version-check pytest lz4 xxhash
+# python-xlib: the browser input test's independent X client (web/tests/browser/xprobe.py).
+if ! .venv/bin/python -c 'import pytest, lz4.block, xxhash, Xlib' >/dev/null 2>&1; then
+  echo "setup: installing pytest, lz4, xxhash, python-xlib into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check pytest lz4 xxhash python-xlib
 fi
