@@ -21,8 +21,6 @@ use tokio::net::TcpStream;
 
 use crate::cli::LoadgenArgs;
 
-const TICK: Duration = Duration::from_millis(5);
-
 /// Per-client send record.
 struct Client {
     /// Send time (ns since start) of each sensor line, in order.
@@ -30,6 +28,8 @@ struct Client {
     packets: u64,
     bytes: u64,
     errors: u64,
+    /// Why the client stopped early, if it did.
+    error: Option<String>,
     write_ms: Vec<f64>,
     duration: f64,
 }
@@ -90,6 +90,7 @@ async fn run_client(
         packets: 0,
         bytes: 0,
         errors: 0,
+        error: None,
         write_ms: Vec::new(),
         duration: 0.0,
     };
@@ -97,25 +98,27 @@ async fn run_client(
     let t0 = Instant::now();
     let mut sock = match TcpStream::connect((a.host.as_str(), a.port)).await {
         Ok(s) => s,
-        Err(_) => {
+        Err(e) => {
             c.errors += 1;
+            c.error = Some(format!("connect: {e}"));
             return c;
         }
     };
     let _ = sock.set_nodelay(true);
     // The server greets; the original tool never reads, and neither do we after this.
     let mut buf = BytesMut::new();
-    if sock
+    if let Err(e) = sock
         .write_all(format!("#locid:{}_{i}!\n", a.locid_prefix).as_bytes())
         .await
-        .is_err()
     {
         c.errors += 1;
+        c.error = Some(format!("first write: {e}"));
         return c;
     }
     let target = a.packets;
     let deadline = a.duration.map(|d| t0 + Duration::from_secs_f64(d));
-    let mut tick = tokio::time::interval(TICK);
+    let tick_len = Duration::from_secs_f64(a.write_every_ms.max(0.1) / 1000.0);
+    let mut tick = tokio::time::interval(tick_len);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let (mut due, mut n) = (0f64, 0u64);
     loop {
@@ -127,7 +130,7 @@ async fn run_client(
         }
         let batch = if a.rate > 0.0 {
             tick.tick().await;
-            due += a.rate * TICK.as_secs_f64();
+            due += a.rate * tick_len.as_secs_f64();
             let k = due.floor() as u64;
             due -= k as f64;
             k
@@ -140,6 +143,7 @@ async fn run_client(
         }
         buf.clear();
         let now_ns = start.elapsed().as_nanos() as u64;
+        let samples_before = c.sent_ns.len();
         for _ in 0..batch {
             if a.include_frames && n % 2 == 1 {
                 buf.extend_from_slice(frame_line(&mut rng).as_bytes());
@@ -156,8 +160,11 @@ async fn run_client(
             n += 1;
         }
         let t = Instant::now();
-        if sock.write_all(&buf).await.is_err() {
+        if let Err(e) = sock.write_all(&buf).await {
+            // Not sent: these readings are not expected at the subscriber.
+            c.sent_ns.truncate(samples_before);
             c.errors += 1;
+            c.error = Some(format!("write: {e}"));
             break;
         }
         c.write_ms.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -201,9 +208,12 @@ async fn run_subscriber(
     let prefix = format!("sensor/{}_", a.locid_prefix);
     let mut dec = v1::Decoder::new(v1::DEFAULT_MAX_FRAME_BODY);
     let mut ready = Some(ready);
+    // (client, arrival) pairs of one read, added to `arrivals` under one lock.
+    let mut got: Vec<(usize, u64)> = Vec::with_capacity(4096);
     loop {
+        // Everything in one read arrived together: one timestamp for all of it.
+        let now = start.elapsed().as_nanos() as u64;
         while let Some(p) = dec.next_packet()? {
-            let now = start.elapsed().as_nanos() as u64;
             match p {
                 Packet::Welcome { .. } => {
                     if let Some(r) = ready.take() {
@@ -211,17 +221,10 @@ async fn run_subscriber(
                     }
                 }
                 Packet::Sample { stream, .. } => {
-                    let mut ar = arrivals.lock().unwrap_or_else(|e| e.into_inner());
-                    match stream
+                    let client = stream
                         .strip_prefix(&prefix)
-                        .and_then(|x| x.parse::<usize>().ok())
-                    {
-                        Some(i) if i < ar.per_client.len() => {
-                            ar.per_client[i].push(now);
-                            delivered.fetch_add(1, Ordering::Relaxed);
-                        }
-                        _ => ar.other += 1,
-                    }
+                        .and_then(|x| x.parse::<usize>().ok());
+                    got.push((client.unwrap_or(usize::MAX), now));
                 }
                 Packet::Missed { samples } => {
                     arrivals.lock().unwrap_or_else(|e| e.into_inner()).missed += samples;
@@ -231,6 +234,22 @@ async fn run_subscriber(
                 }
                 _ => {}
             }
+        }
+        if !got.is_empty() {
+            let mut ar = arrivals.lock().unwrap_or_else(|e| e.into_inner());
+            let mut n = 0;
+            for &(i, t) in &got {
+                match ar.per_client.get_mut(i) {
+                    Some(v) => {
+                        v.push(t);
+                        n += 1;
+                    }
+                    None => ar.other += 1,
+                }
+            }
+            drop(ar);
+            delivered.fetch_add(n, Ordering::Relaxed);
+            got.clear();
         }
         if sock.read_buf(dec.buffer_mut()).await? == 0 {
             bail!("the server closed the subscriber connection");
@@ -314,20 +333,36 @@ pub async fn run(a: LoadgenArgs) -> anyhow::Result<()> {
     }));
     let delivered = Arc::new(AtomicU64::new(0));
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-    let sub = (!a.no_subscriber).then(|| {
-        tokio::spawn(run_subscriber(
-            a.clone(),
-            start,
-            arrivals.clone(),
-            delivered.clone(),
-            ready_tx,
-        ))
-    });
-    if sub.is_some() {
-        tokio::time::timeout(Duration::from_secs(5), ready_rx)
-            .await
-            .context("the subscriber was not welcomed within 5 s (is the server's framewire port right? --subscribe-port, or --no-subscriber)")?
-            .ok();
+    // The subscriber has a thread and a runtime of its own, so arrivals are timed when they
+    // arrive, not when the 1000 client tasks leave it a turn.
+    let sub = if a.no_subscriber {
+        None
+    } else {
+        let (a, arrivals, delivered) = (a.clone(), arrivals.clone(), delivered.clone());
+        Some(
+            std::thread::Builder::new()
+                .name("loadgen-subscriber".into())
+                .spawn(move || -> anyhow::Result<()> {
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()?
+                        .block_on(run_subscriber(a, start, arrivals, delivered, ready_tx))
+                })?,
+        )
+    };
+    if let Some(t) = &sub {
+        let welcomed = tokio::time::timeout(Duration::from_secs(5), ready_rx).await;
+        if !matches!(welcomed, Ok(Ok(()))) {
+            if t.is_finished() {
+                if let Some(Err(e)) = sub.map(|t| {
+                    t.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("it panicked")))
+                }) {
+                    bail!("the end-to-end subscriber failed: {e:#} (or pass --no-subscriber)");
+                }
+            }
+            bail!("the subscriber was not welcomed within 5 s (is the server's framewire port right? --subscribe-port, or --no-subscriber)");
+        }
     }
     let stop = Arc::new(AtomicBool::new(false));
     let sent = Arc::new(AtomicU64::new(0));
@@ -499,6 +534,13 @@ fn report(
     });
     let text = serde_json::to_string_pretty(&json)?;
     println!("{text}");
+    let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
+    for e in clients.iter().filter_map(|c| c.error.as_deref()) {
+        *reasons.entry(e).or_default() += 1;
+    }
+    for (why, n) in reasons {
+        eprintln!("{n} of {} clients stopped early: {why}", clients.len());
+    }
     if let Some(p) = &a.stats_file {
         std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
     }

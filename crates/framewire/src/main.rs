@@ -15,6 +15,12 @@ mod view;
 
 use clap::Parser;
 
+/// mimalloc instead of glibc malloc: the sensor path allocates a few small objects per line
+/// (the sample, its readings), and glibc's `_int_malloc` was 9 % of the server's profile at
+/// 200 000 lines/s.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
     let filter =

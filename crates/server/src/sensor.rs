@@ -5,7 +5,7 @@
 //! `#locid`, else the peer's IP.
 //!
 //! A bad line is counted by reason and logged with the device; the connection stays open.
-//! Reads are bounded (one 64 KB read buffer and at most one partial line per connection) and
+//! Reads are bounded (one 16 KB read buffer and at most one partial line per connection) and
 //! pause while the hub is behind. Bytes are counted when they come off the socket, before any
 //! processing, so receive rates are rates at the wire.
 
@@ -147,7 +147,8 @@ async fn device(
         name: peer.to_string().into(),
     };
     let mut lines = LineSplitter::new();
-    let mut buf = vec![0u8; 64 * 1024];
+    // 16 KB holds several thermal lines (about 3.1 KB each); 1000 devices need 16 MB.
+    let mut buf = vec![0u8; 16 * 1024];
     let mut last_warn = Instant::now() - Duration::from_secs(10);
     loop {
         let n = tokio::select! {
@@ -164,6 +165,7 @@ async fn device(
         if n == 0 {
             return Ok(());
         }
+        delay_acks(rd.as_ref());
         stats.bytes.fetch_add(n as u64, Ordering::Relaxed);
         lines.push(&buf[..n]);
         while let Some(line) = lines.next_line() {
@@ -182,6 +184,24 @@ async fn device(
                 Err(e) => reject(&e, &dev, streams, &mut last_warn),
             }
         }
+    }
+}
+
+/// Devices send small lines and never wait for a reply, yet by default Linux ACKs every small
+/// segment the moment it is read (on loopback, each ACK also runs the device side's receive
+/// path). Clearing TCP_QUICKACK puts the socket in delayed-ACK ("ping-pong") mode, so ACKs go
+/// out every few segments instead; the kernel leaves that mode by itself, hence after every read.
+fn delay_acks(sock: &impl std::os::fd::AsRawFd) {
+    let off: libc::c_int = 0;
+    // SAFETY: a valid socket fd and a pointer to a c_int of the size passed.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_QUICKACK,
+            (&off as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
     }
 }
 

@@ -96,7 +96,7 @@ impl Server {
         .enumerate()
         {
             let Some(addr) = addr else { continue };
-            let l = TcpListener::bind(addr).await.with_context(|| format!("binding the {} listener on {addr} (is another server running? pick another port)", proto.name()))?;
+            let l = listen(addr).with_context(|| format!("binding the {} listener on {addr} (is another server running? pick another port)", proto.name()))?;
             let local = l.local_addr()?;
             info!(protocol = proto.name(), addr = %local, "listening");
             bound[i] = Some(local);
@@ -119,7 +119,7 @@ impl Server {
         }
         let mut sensor_addr = None;
         if let (Some(addr), Some(s)) = (cfg.sensor_addr, &streams) {
-            let l = TcpListener::bind(addr).await.with_context(|| {
+            let l = listen(addr).with_context(|| {
                 format!("binding the sensor listener on {addr} (pick another with --sensor-port)")
             })?;
             sensor_addr = Some(l.local_addr()?);
@@ -133,7 +133,7 @@ impl Server {
         }
         let mut http_addr = None;
         if let Some(addr) = cfg.http_addr {
-            let l = TcpListener::bind(addr).await.with_context(|| {
+            let l = listen(addr).with_context(|| {
                 format!("binding the HTTP port {addr} (pick another with --http-port)")
             })?;
             http_addr = Some(l.local_addr()?);
@@ -145,7 +145,7 @@ impl Server {
         }
         let mut touch_addr = None;
         if let Some(addr) = cfg.touch_addr {
-            let l = TcpListener::bind(addr).await.with_context(|| {
+            let l = listen(addr).with_context(|| {
                 format!("binding the touch port {addr} (pick another with --touch-port)")
             })?;
             touch_addr = Some(l.local_addr()?);
@@ -560,6 +560,23 @@ async fn serve_daylight(sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow:
     );
     let reader = run_daylight_reader(ctx.shared.clone(), viewer.clone(), rd, sent);
     run_session(ctx, &viewer, writer, reader).await
+}
+
+/// Pending connections a listener holds before the kernel drops them. Tokio's default is 1024;
+/// 1000 sensors reconnecting together (after a power cut, or a load test) overflowed it, and
+/// the connections completed by SYN cookies were then reset.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds a TCP listener with [`LISTEN_BACKLOG`] (the kernel caps it at `net.core.somaxconn`).
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let sock = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    sock.set_reuseaddr(true)?;
+    sock.bind(addr)?;
+    sock.listen(LISTEN_BACKLOG)
 }
 
 #[cfg(test)]
