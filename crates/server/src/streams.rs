@@ -3,10 +3,10 @@
 //! take deliveries when they are ready.
 //!
 //! The hub runs on a thread of its own (seed 003's single-threaded engine): however slow it
-//! gets, it never holds up the async workers that read the sockets. While items keep coming it
-//! polls its input every 100 µs instead of waiting on it, so publishers never pay for waking
-//! it (at 200 000 lines/s, futex wake-ups of this thread were a fifth of the server's CPU); after
-//! a few milliseconds without items it waits properly, so an idle hub costs nothing.
+//! gets, it never holds up the async workers that read the sockets. While items arrive faster
+//! than one per wake-up it polls its input every 100 µs instead of waiting on it, so publishers
+//! do not pay for waking it (at 200 000 lines/s, futex wake-ups of this thread were a fifth of
+//! the server's CPU); at low rates it waits to be woken, so a quiet hub costs nothing.
 //!
 //! Back-pressure, not unbounded queues: when the hub task falls behind (its input queue is
 //! above the high-water mark), publishers are told to pause reading their sockets, so TCP slows
@@ -45,10 +45,10 @@ pub struct Streams {
 
 /// Items the hub takes from its input at a time.
 const BATCH: usize = 1024;
-/// While busy, the hub looks at its input this often...
+/// When a look at its input finds at least `BUSY_BATCH` items, the hub looks again after
+/// `BUSY_POLL` instead of waiting to be woken; with fewer, it waits.
+const BUSY_BATCH: usize = 8;
 const BUSY_POLL: Duration = Duration::from_micros(100);
-/// ...until it has found nothing this many times in a row; then it waits to be woken.
-const IDLE_POLLS: u32 = 30;
 
 impl Streams {
     /// Starts the hub on its own thread (from inside a tokio runtime). [`Streams::stop`] ends
@@ -138,9 +138,8 @@ impl Streams {
 
 fn run_hub(s: &Streams, mut rx: mpsc::Receiver<Item>, rt: &tokio::runtime::Handle) {
     let mut batch = Vec::with_capacity(BATCH);
-    let mut empty_polls = 0u32;
     while !s.stopping.load(Ordering::Relaxed) {
-        // Busy: take what is there without registering to be woken.
+        // Take what is there without registering to be woken.
         while batch.len() < BATCH {
             match rx.try_recv() {
                 Ok(item) => batch.push(item),
@@ -149,12 +148,7 @@ fn run_hub(s: &Streams, mut rx: mpsc::Receiver<Item>, rt: &tokio::runtime::Handl
             }
         }
         if batch.is_empty() {
-            if empty_polls < IDLE_POLLS {
-                empty_polls += 1;
-                std::thread::sleep(BUSY_POLL);
-                continue;
-            }
-            // Idle: wait to be woken by the next publisher (or by stop).
+            // Nothing: wait to be woken by the next publisher (or by stop).
             let n = rt.block_on(async {
                 tokio::select! {
                     n = rx.recv_many(&mut batch, BATCH) => n,
@@ -165,8 +159,13 @@ fn run_hub(s: &Streams, mut rx: mpsc::Receiver<Item>, rt: &tokio::runtime::Handl
                 return;
             }
         }
-        empty_polls = 0;
+        let busy = batch.len() >= BUSY_BATCH;
         deliver(s, &mut batch, rx.len());
+        if busy {
+            // Items arrive faster than one per wake-up: let a few accumulate rather than be
+            // woken for each.
+            std::thread::sleep(BUSY_POLL);
+        }
     }
 }
 
