@@ -313,22 +313,15 @@ mod tests {
     #[test]
     fn tuning_verbs_change_the_live_settings() {
         let s = shared();
-        assert_eq!(
-            execute("sharpen", &s),
-            "OK sharpen=0.00 contrast=1.00 gamma=1.00\n"
-        );
-        assert_eq!(
-            execute("SHARPEN 0.5", &s),
-            "OK sharpen=0.50 contrast=1.00 gamma=1.00\n"
-        );
-        assert_eq!(
-            execute("contrast 1.25", &s),
-            "OK sharpen=0.50 contrast=1.25 gamma=1.00\n"
-        );
-        assert_eq!(
-            execute("gamma 2.2", &s),
-            "OK sharpen=0.50 contrast=1.25 gamma=2.20\n"
-        );
+        // Each verb changes its own setting and reports all three.
+        for (cmd, reply) in [
+            ("sharpen", "sharpen=0.00 contrast=1.00 gamma=1.00"),
+            ("SHARPEN 0.5", "sharpen=0.50 contrast=1.00 gamma=1.00"),
+            ("contrast 1.25", "sharpen=0.50 contrast=1.25 gamma=1.00"),
+            ("gamma 2.2", "sharpen=0.50 contrast=1.25 gamma=2.20"),
+        ] {
+            assert_eq!(execute(cmd, &s), format!("OK {reply}\n"), "{cmd}");
+        }
         assert_eq!(
             lock(&s.settings).tuning,
             Tuning {
