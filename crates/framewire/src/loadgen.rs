@@ -350,18 +350,18 @@ pub async fn run(a: LoadgenArgs) -> anyhow::Result<()> {
                 })?,
         )
     };
-    if let Some(t) = &sub {
-        let welcomed = tokio::time::timeout(Duration::from_secs(5), ready_rx).await;
-        if !matches!(welcomed, Ok(Ok(()))) {
-            if t.is_finished() {
-                if let Some(Err(e)) = sub.map(|t| {
-                    t.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("it panicked")))
-                }) {
-                    bail!("the end-to-end subscriber failed: {e:#} (or pass --no-subscriber)");
-                }
+    if sub.is_some() {
+        match tokio::time::timeout(Duration::from_secs(5), ready_rx).await {
+            Ok(Ok(())) => {}
+            // The subscriber dropped its end without being welcomed: its thread has ended.
+            Ok(Err(_)) => {
+                let why = match sub.map(std::thread::JoinHandle::join) {
+                    Some(Ok(Err(e))) => format!("{e:#}"),
+                    _ => "it stopped".to_string(),
+                };
+                bail!("the end-to-end subscriber failed: {why} (or pass --no-subscriber)");
             }
-            bail!("the subscriber was not welcomed within 5 s (is the server's framewire port right? --subscribe-port, or --no-subscriber)");
+            Err(_) => bail!("the subscriber was not welcomed within 5 s (is the server's framewire port right? --subscribe-port, or --no-subscriber)"),
         }
     }
     let stop = Arc::new(AtomicBool::new(false));
