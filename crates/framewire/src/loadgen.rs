@@ -4,11 +4,13 @@
 //!
 //! Each client is one connection sending `#locid:<prefix>_<i>!` and then sensor lines (every
 //! other one a thermal frame with `--include-frames`), paced at `--rate` lines per second.
-//! Lines due in the same 5 ms tick go out in one write. The subscriber asks for `sensor/`
-//! over framewire v1; the k-th sample of `sensor/<prefix>_<i>` is the k-th sensor line client
-//! i sent (per-device order is guaranteed), so its latency is arrival − send, on one clock.
+//! Lines due in the same tick (`--write-every-ms`, 5 ms) go out in one write; clients' ticks
+//! are spread evenly over the interval, and all clients connect before any sends. The
+//! subscriber asks for `sensor/` over framewire v1; the k-th sample of `sensor/<prefix>_<i>`
+//! is the k-th sensor line client i sent (per-device order is guaranteed), so its latency is
+//! arrival − send, on one clock.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,6 +34,8 @@ struct Client {
     error: Option<String>,
     write_ms: Vec<f64>,
     duration: f64,
+    /// Connect and `#locid` time, if it connected.
+    connect_ms: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -78,51 +82,90 @@ fn frame_line(rng: &mut Rng) -> String {
     s
 }
 
-async fn run_client(
-    i: usize,
-    a: Arc<LoadgenArgs>,
-    start: Instant,
-    stop: Arc<AtomicBool>,
-    sent_total: Arc<AtomicU64>,
-) -> Client {
+/// What the clients share with each other and the run.
+struct Shared {
+    /// Ctrl-C: stop sending.
+    stop: AtomicBool,
+    /// Every client passes once, connected or not, and so does the run; then sending starts.
+    all_in: tokio::sync::Barrier,
+    connected: AtomicUsize,
+    /// Lines sent so far, for the progress lines.
+    sent: AtomicU64,
+}
+
+/// Lines a client will send, if known ahead: its records are sized for them up front, since
+/// a thousand clients growing their vectors at the same moment (they run at one rate) stalled
+/// the tool for milliseconds and showed up as latency spikes that were not the server's.
+fn expected_lines(a: &LoadgenArgs) -> usize {
+    let n = match (a.packets, a.duration) {
+        (Some(p), _) => p as f64,
+        (None, Some(d)) if a.rate > 0.0 => a.rate * d * 1.05 + 16.0,
+        _ => 0.0,
+    };
+    // At most 16 M records over all clients (128 MB for sends, as much for arrivals); past
+    // that the vectors grow as they must.
+    n.min(16e6 / a.clients.max(1) as f64) as usize
+}
+
+/// Connects and names the device (`#locid`).
+async fn connect(a: &LoadgenArgs, i: usize) -> Result<TcpStream, String> {
+    let mut sock = TcpStream::connect((a.host.as_str(), a.port))
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let _ = sock.set_nodelay(true);
+    // The server greets; the original tool never reads, and neither do we.
+    sock.write_all(format!("#locid:{}_{i}!\n", a.locid_prefix).as_bytes())
+        .await
+        .map_err(|e| format!("first write: {e}"))?;
+    Ok(sock)
+}
+
+async fn run_client(i: usize, a: Arc<LoadgenArgs>, start: Instant, run: Arc<Shared>) -> Client {
+    let lines = expected_lines(&a);
     let mut c = Client {
-        sent_ns: Vec::new(),
+        sent_ns: Vec::with_capacity(lines),
         packets: 0,
         bytes: 0,
         errors: 0,
         error: None,
-        write_ms: Vec::new(),
+        write_ms: Vec::with_capacity(lines.min(a.duration.map_or(lines, |d| {
+            (d * 1000.0 / a.write_every_ms.max(0.1)) as usize + 16
+        }))),
         duration: 0.0,
+        connect_ms: None,
     };
     let mut rng = Rng(a.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i as u64 + 1) | 1);
-    let t0 = Instant::now();
-    let mut sock = match TcpStream::connect((a.host.as_str(), a.port)).await {
+    let t = Instant::now();
+    let sock = connect(&a, i).await;
+    // Every client connects before any sends (each passes here once, connected or not), so
+    // the measurement is of steady traffic, not of lines racing a thousand connects.
+    if sock.is_ok() {
+        run.connected.fetch_add(1, Ordering::Relaxed);
+    }
+    run.all_in.wait().await;
+    let mut sock = match sock {
         Ok(s) => s,
         Err(e) => {
             c.errors += 1;
-            c.error = Some(format!("connect: {e}"));
+            c.error = Some(e);
             return c;
         }
     };
-    let _ = sock.set_nodelay(true);
-    // The server greets; the original tool never reads, and neither do we after this.
+    c.connect_ms = Some(t.elapsed().as_secs_f64() * 1000.0);
+    let t0 = Instant::now();
     let mut buf = BytesMut::new();
-    if let Err(e) = sock
-        .write_all(format!("#locid:{}_{i}!\n", a.locid_prefix).as_bytes())
-        .await
-    {
-        c.errors += 1;
-        c.error = Some(format!("first write: {e}"));
-        return c;
-    }
     let target = a.packets;
     let deadline = a.duration.map(|d| t0 + Duration::from_secs_f64(d));
     let tick_len = Duration::from_secs_f64(a.write_every_ms.max(0.1) / 1000.0);
-    let mut tick = tokio::time::interval(tick_len);
+    // Independent devices are not in step: client i writes at i/clients of the way through
+    // each tick, so a thousand writes do not land in the same millisecond (which measured
+    // the loaded machine's scheduler rather than the server).
+    let phase = tick_len.mul_f64(i as f64 / a.clients.max(1) as f64);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + phase, tick_len);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let (mut due, mut n) = (0f64, 0u64);
     loop {
-        if stop.load(Ordering::Relaxed)
+        if run.stop.load(Ordering::Relaxed)
             || target.is_some_and(|t| n >= t)
             || deadline.is_some_and(|d| Instant::now() >= d)
         {
@@ -170,7 +213,7 @@ async fn run_client(
         c.write_ms.push(t.elapsed().as_secs_f64() * 1000.0);
         c.packets += batch;
         c.bytes += buf.len() as u64;
-        sent_total.fetch_add(batch, Ordering::Relaxed);
+        run.sent.fetch_add(batch, Ordering::Relaxed);
     }
     c.duration = t0.elapsed().as_secs_f64();
     c
@@ -326,9 +369,11 @@ pub async fn run(a: LoadgenArgs) -> anyhow::Result<()> {
     let a = Arc::new(a);
     let start = Instant::now();
     let server_pid = a.server_pid.or_else(|| find_listener(a.port));
-    let server_before = server_pid.and_then(proc_usage);
     let arrivals = Arc::new(Mutex::new(Arrivals {
-        per_client: vec![Vec::new(); a.clients],
+        // Not `vec![v; n]`: a clone of an empty vector does not keep its capacity.
+        per_client: (0..a.clients)
+            .map(|_| Vec::with_capacity(expected_lines(&a)))
+            .collect(),
         ..Default::default()
     }));
     let delivered = Arc::new(AtomicU64::new(0));
@@ -364,28 +409,43 @@ pub async fn run(a: LoadgenArgs) -> anyhow::Result<()> {
             Err(_) => bail!("the subscriber was not welcomed within 5 s (is the server's framewire port right? --subscribe-port, or --no-subscriber)"),
         }
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let sent = Arc::new(AtomicU64::new(0));
+    let shared = Arc::new(Shared {
+        stop: AtomicBool::new(false),
+        all_in: tokio::sync::Barrier::new(a.clients + 1),
+        connected: AtomicUsize::new(0),
+        sent: AtomicU64::new(0),
+    });
     let mut tasks = Vec::new();
+    let connecting = Instant::now();
     for i in 0..a.clients {
         tasks.push(tokio::spawn(run_client(
             i,
             a.clone(),
             start,
-            stop.clone(),
-            sent.clone(),
+            shared.clone(),
         )));
     }
+    shared.all_in.wait().await;
+    let connect_secs = connecting.elapsed().as_secs_f64();
+    eprintln!(
+        "[{:>6.1}s] {} of {} clients connected in {:.0} ms; sending",
+        start.elapsed().as_secs_f64(),
+        shared.connected.load(Ordering::Relaxed),
+        a.clients,
+        connect_secs * 1000.0
+    );
+    let sending = Instant::now();
+    let server_before = server_pid.and_then(proc_usage);
     // Progress while it runs.
     let progress = {
-        let (sent, delivered, a) = (sent.clone(), delivered.clone(), a.clone());
+        let (shared, delivered, a) = (shared.clone(), delivered.clone(), a.clone());
         tokio::spawn(async move {
             let every = Duration::from_secs_f64(a.report_interval.max(0.2));
             let (mut last_s, mut last_t) = (0u64, Instant::now());
             loop {
                 tokio::time::sleep(every).await;
                 let (s, d) = (
-                    sent.load(Ordering::Relaxed),
+                    shared.sent.load(Ordering::Relaxed),
                     delivered.load(Ordering::Relaxed),
                 );
                 let dt = last_t.elapsed().as_secs_f64();
@@ -399,17 +459,19 @@ pub async fn run(a: LoadgenArgs) -> anyhow::Result<()> {
         })
     };
     let ctrl_c = {
-        let stop = stop.clone();
+        let shared = shared.clone();
         tokio::spawn(async move {
             let _ = tokio::signal::ctrl_c().await;
-            stop.store(true, Ordering::Relaxed);
+            shared.stop.store(true, Ordering::Relaxed);
         })
     };
     let mut clients = Vec::new();
     for t in tasks {
         clients.push(t.await?);
     }
-    let send_secs = start.elapsed().as_secs_f64();
+    let send_secs = sending.elapsed().as_secs_f64();
+    // The server's CPU over the sending window (the drain below is not load).
+    let server_after = server_pid.and_then(proc_usage);
     let expected: u64 = clients.iter().map(|c| c.sent_ns.len() as u64).sum();
     // Wait for the last readings to arrive (up to 5 s of silence).
     if sub.is_some() {
@@ -427,27 +489,39 @@ pub async fn run(a: LoadgenArgs) -> anyhow::Result<()> {
     }
     progress.abort();
     ctrl_c.abort();
-    let server_after = server_pid.and_then(proc_usage);
-    report(
-        &a,
-        &clients,
-        &arrivals,
-        send_secs,
-        server_before,
-        server_after,
-        sub.is_some(),
-    )
+    let run = Run {
+        secs: send_secs,
+        connect_secs,
+        before: server_before,
+        after: server_after,
+        subscribed: sub.is_some(),
+    };
+    report(&a, &clients, &arrivals, &run)
+}
+
+/// One run's phases and the server's usage around the sending phase.
+struct Run {
+    /// Sending phase, from the moment every client had connected.
+    secs: f64,
+    connect_secs: f64,
+    before: Option<(f64, f64)>,
+    after: Option<(f64, f64)>,
+    subscribed: bool,
 }
 
 fn report(
     a: &LoadgenArgs,
     clients: &[Client],
     arrivals: &Mutex<Arrivals>,
-    secs: f64,
-    before: Option<(f64, f64)>,
-    after: Option<(f64, f64)>,
-    subscribed: bool,
+    run: &Run,
 ) -> anyhow::Result<()> {
+    let Run {
+        secs,
+        before,
+        after,
+        subscribed,
+        ..
+    } = *run;
     let per_client: Vec<PerClient> = clients
         .iter()
         .map(|c| {
@@ -490,6 +564,7 @@ fn report(
         _ => serde_json::Value::Null,
     };
     let own = proc_usage(std::process::id());
+    let mut connect_ms: Vec<f64> = clients.iter().filter_map(|c| c.connect_ms).collect();
     let json = serde_json::json!({
         "test_config": {
             "clients": a.clients,
@@ -531,6 +606,12 @@ fn report(
             serde_json::Value::Null
         },
         "server_process": server,
+        "connect": {
+            "connected": connect_ms.len(),
+            "all_connected_ms": run.connect_secs * 1000.0,
+            "p50_ms": pct(&mut connect_ms, 50.0),
+            "max_ms": connect_ms.iter().cloned().fold(0.0, f64::max),
+        },
     });
     let text = serde_json::to_string_pretty(&json)?;
     println!("{text}");
@@ -543,6 +624,13 @@ fn report(
     }
     if let Some(p) = &a.stats_file {
         std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if connect_ms.is_empty() {
+        bail!(
+            "no client could connect to {}:{} (is the server's sensor port right? --host, --port)",
+            a.host,
+            a.port
+        );
     }
     if subscribed && lost > 0 {
         bail!("{lost} of {sent_samples} readings never reached the subscriber");

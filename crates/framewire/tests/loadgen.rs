@@ -83,6 +83,12 @@ async fn every_reading_is_counted_and_reported_in_the_original_schema() {
     assert_eq!(j["per_client"].as_array().unwrap().len(), 20);
     assert_eq!(j["aggregate"]["total_packets"], 4000);
     assert_eq!(j["aggregate"]["total_errors"], 0);
+    // Every client connected before any sent.
+    assert_eq!(j["connect"]["connected"], 20);
+    assert!(
+        stderr.contains("20 of 20 clients connected"),
+        "no connect line: {stderr}"
+    );
     // Half the packets are thermal frames, half sensor readings; every reading arrived.
     let e2e = &j["end_to_end"];
     assert_eq!(e2e["samples_sent"], 2000);
@@ -131,4 +137,31 @@ async fn a_subscriber_that_cannot_connect_is_a_clear_error() {
         "unclear error: {stderr}"
     );
     server.shutdown().await;
+}
+
+#[test]
+fn clients_that_cannot_connect_end_the_run_with_a_clear_error() {
+    // A port nobody listens on: bind one, then free it.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let unused = free.local_addr().unwrap().port().to_string();
+    drop(free);
+    let out = loadgen(&[
+        "--clients",
+        "3",
+        "--duration",
+        "0.5",
+        "--port",
+        &unused,
+        "--no-subscriber",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Each client still reached the start line (nothing waits for them forever), and the
+    // run says why nothing was sent.
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("0 of 3 clients connected"), "{stderr}");
+    assert!(
+        stderr.contains("3 of 3 clients stopped early: connect:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no client could connect"), "{stderr}");
 }
