@@ -21,6 +21,9 @@ pub struct StageHistograms {
     pub send: Histogram,
     pub rtt: Histogram,
     pub end_to_end: Histogram,
+    /// A sensor reading or grid: accepted from its socket → offered to subscribers by the hub
+    /// (its wait in the hub's input queue).
+    pub sensor_hub: Histogram,
     /// A sensor reading or grid: accepted from its socket → written to a subscriber's socket.
     pub sensor_delivery: Histogram,
 }
@@ -30,7 +33,7 @@ impl Default for StageHistograms {
         let vec = HistogramVec::new(
             HistogramOpts::new(
                 "framewire_stage_latency_seconds",
-                "Latency of each pipeline stage, and of capture → viewer (end_to_end), viewer round trips (rtt) and sensor item → subscriber (sensor_delivery)",
+                "Latency of each pipeline stage, and of capture → viewer (end_to_end), viewer round trips (rtt) and sensor item → taken by the hub (sensor_hub) and → written to a subscriber (sensor_delivery)",
             )
             .buckets(BUCKETS.to_vec()),
             &["stage"],
@@ -46,6 +49,7 @@ impl Default for StageHistograms {
             send: h("send"),
             rtt: h("rtt"),
             end_to_end: h("end_to_end"),
+            sensor_hub: h("sensor_hub"),
             sensor_delivery: h("sensor_delivery"),
             vec,
         }

@@ -78,9 +78,12 @@ impl Server {
             None => None,
         };
         let mut tasks = Vec::new();
-        let streams = cfg
-            .sensor_addr
-            .map(|_| crate::streams::Streams::start(shared.counters.clone()));
+        let streams = cfg.sensor_addr.map(|_| {
+            crate::streams::Streams::start(
+                shared.counters.clone(),
+                shared.stages.sensor_hub.clone(),
+            )
+        });
         let ctx = Arc::new(Ctx {
             cfg: cfg.clone(),
             shared: shared.clone(),

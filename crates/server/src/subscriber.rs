@@ -16,6 +16,8 @@ use crate::streams::{Streams, DEFAULT_SUBSCRIBER_CAPACITY};
 
 /// Bytes gathered before a write when more deliveries are waiting.
 const BATCH: usize = 64 * 1024;
+/// Deliveries taken from the hub under one lock (256 grids are about 400 KB).
+const TAKE: usize = 256;
 
 /// Appends `d` to `out`; returns when its item was accepted (µs), for the delivery histogram.
 fn encode(d: Delivery, out: &mut BytesMut) -> Option<u64> {
@@ -85,15 +87,17 @@ pub async fn serve<S: crate::conn::Conn>(
     let writer = async {
         let mut buf = BytesMut::with_capacity(BATCH);
         let mut accepted = Vec::with_capacity(1024);
+        let mut taken = Vec::with_capacity(TAKE);
         loop {
-            let first = sub.next().await;
+            sub.next_batch(TAKE, &mut taken).await;
             buf.clear();
             accepted.clear();
-            accepted.extend(encode(first, &mut buf));
-            while buf.len() < BATCH {
-                match sub.try_next() {
-                    Some(d) => accepted.extend(encode(d, &mut buf)),
-                    None => break,
+            loop {
+                for d in taken.drain(..) {
+                    accepted.extend(encode(d, &mut buf));
+                }
+                if buf.len() >= BATCH || sub.take(TAKE, &mut taken) == 0 {
+                    break;
                 }
             }
             wr.write_all(&buf).await?;

@@ -372,6 +372,8 @@ async fn metrics_are_served_and_promtool_accepts_them() {
         "# TYPE framewire_stage_latency_seconds histogram",
         "# TYPE framewire_stage_latency_recent_seconds gauge",
         "framewire_stage_latency_seconds_bucket{stage=\"grey\",le=\"0.0005\"}",
+        // Each accepted reading's wait for the hub was timed.
+        "framewire_stage_latency_seconds_count{stage=\"sensor_hub\"} 3",
     ] {
         assert!(body.contains(want), "{want} missing from:\n{body}");
     }
