@@ -37,6 +37,7 @@ pub mod input;
 mod latency;
 mod pipeline;
 pub mod report;
+mod sched;
 pub mod sensor;
 mod server;
 mod session;

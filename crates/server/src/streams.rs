@@ -51,6 +51,9 @@ const BATCH: usize = 1024;
 /// `BUSY_POLL` instead of waiting to be woken; with fewer, it waits.
 const BUSY_BATCH: usize = 8;
 const BUSY_POLL: Duration = Duration::from_micros(100);
+/// The hub thread's scheduling slice: it runs for microseconds per wake-up, and with a short
+/// slice the kernel lets it run soon after waking instead of after the running thread's slice.
+const HUB_SLICE: Duration = Duration::from_micros(100);
 
 impl Streams {
     /// Starts the hub on its own thread (from inside a tokio runtime). [`Streams::stop`] ends
@@ -140,6 +143,11 @@ impl Streams {
 }
 
 fn run_hub(s: &Streams, mut rx: mpsc::Receiver<Item>, rt: &tokio::runtime::Handle) {
+    // Measured at 200 000 lines/s with the load generator on the same 2 cores: the hub's
+    // queue wait p99 halved, end-to-end p99 15-18 ms instead of 21-26 ms at 2 lines per write.
+    if !crate::sched::short_slice(HUB_SLICE) {
+        tracing::debug!("the kernel keeps its default slice for the hub thread");
+    }
     let mut batch = Vec::with_capacity(BATCH);
     while !s.stopping.load(Ordering::Relaxed) {
         // Take what is there without registering to be woken.
