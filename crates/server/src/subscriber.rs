@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{info, warn};
 
 use crate::latency::observe_us;
-use crate::streams::{Streams, DEFAULT_SUBSCRIBER_CAPACITY};
+use crate::streams::{Streams, Subscription, DEFAULT_SUBSCRIBER_CAPACITY};
 
 /// Bytes gathered before a write when more deliveries are waiting.
 const BATCH: usize = 64 * 1024;
@@ -69,7 +69,7 @@ pub async fn serve<S: crate::conn::Conn>(
     .await?;
     streams.counters.inc("subscribers_connected");
     info!(%peer, filter, "subscriber connected");
-    let (mut rd, mut wr) = sock.halves();
+    let (mut rd, wr) = sock.halves();
     let reader = async {
         loop {
             while let Some(p) = dec.next_packet()? {
@@ -84,38 +84,50 @@ pub async fn serve<S: crate::conn::Conn>(
             }
         }
     };
-    let writer = async {
-        let mut buf = BytesMut::with_capacity(BATCH);
-        let mut accepted = Vec::with_capacity(1024);
-        let mut taken = Vec::with_capacity(TAKE);
-        loop {
-            sub.next_batch(TAKE, &mut taken).await;
-            buf.clear();
-            accepted.clear();
-            loop {
-                for d in taken.drain(..) {
-                    accepted.extend(encode(d, &mut buf));
-                }
-                if buf.len() >= BATCH || sub.take(TAKE, &mut taken) == 0 {
-                    break;
-                }
-            }
-            wr.write_all(&buf).await?;
-            let now = crate::clock::now_us();
-            for &a in &accepted {
-                observe_us(delivery, now.saturating_sub(a));
-            }
-        }
-        #[allow(unreachable_code)]
-        Ok::<(), anyhow::Error>(())
-    };
+    // The writer runs on the hub thread (see `streams.rs`); this task keeps the reader.
+    let mut writer = streams.spawn_writer(write_deliveries(sub, wr, delivery.clone()));
     let r = tokio::select! {
         r = reader => r,
-        r = writer => r,
+        r = &mut writer => match r {
+            Ok(r) => r,
+            Err(e) => Err(anyhow::anyhow!("the subscriber's writer stopped: {e}")),
+        },
     };
+    // The reader ended first (goodbye or hang-up): stop the writer, which unsubscribes.
+    writer.abort();
     if let Err(e) = &r {
         warn!(%peer, error = %e, "subscriber connection ended");
     }
     streams.counters.inc("subscribers_disconnected");
     r
+}
+
+/// Takes deliveries from the hub, encodes them and writes them, batched into as few writes as
+/// there are wake-ups; records each item's accepted → written time. Returns only on error.
+async fn write_deliveries<W: tokio::io::AsyncWrite + Unpin>(
+    sub: Subscription,
+    mut wr: W,
+    delivery: prometheus::Histogram,
+) -> anyhow::Result<()> {
+    let mut buf = BytesMut::with_capacity(BATCH);
+    let mut accepted = Vec::with_capacity(1024);
+    let mut taken = Vec::with_capacity(TAKE);
+    loop {
+        sub.next_batch(TAKE, &mut taken).await;
+        buf.clear();
+        accepted.clear();
+        loop {
+            for d in taken.drain(..) {
+                accepted.extend(encode(d, &mut buf));
+            }
+            if buf.len() >= BATCH || sub.take(TAKE, &mut taken) == 0 {
+                break;
+            }
+        }
+        wr.write_all(&buf).await?;
+        let now = crate::clock::now_us();
+        for &a in &accepted {
+            observe_us(&delivery, now.saturating_sub(a));
+        }
+    }
 }
