@@ -207,8 +207,9 @@ pub struct LoadgenArgs {
     #[arg(long)]
     pub server_pid: Option<u32>,
     /// With --rate: each client writes every N ms the lines due by then, in one write (with
-    /// the default 5 ms, a rate of 200 or less is one line per write). End-to-end latency
-    /// counts from that write.
+    /// the default 5 ms, a rate of 200 or less is one line per write). Clients' ticks are
+    /// spread evenly over the N ms, and sending starts once every client has connected.
+    /// End-to-end latency counts from that write.
     #[arg(long, default_value_t = 5.0, value_name = "MS")]
     pub write_every_ms: f64,
 }
