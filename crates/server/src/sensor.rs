@@ -165,7 +165,6 @@ async fn device(
         if n == 0 {
             return Ok(());
         }
-        delay_acks(rd.as_ref());
         stats.bytes.fetch_add(n as u64, Ordering::Relaxed);
         lines.push(&buf[..n]);
         while let Some(line) = lines.next_line() {
@@ -185,16 +184,6 @@ async fn device(
             }
         }
     }
-}
-
-/// Devices send small lines and never wait for a reply, yet by default Linux ACKs every small
-/// segment the moment it is read (on loopback, each ACK also runs the device side's receive
-/// path). Clearing TCP_QUICKACK puts the socket in delayed-ACK ("ping-pong") mode, so ACKs go
-/// out for every second segment instead of each (measured: half as many); the kernel leaves
-/// that mode by itself, hence after every read.
-fn delay_acks(sock: &impl std::os::fd::AsFd) {
-    // Best effort: a socket that refuses keeps immediate ACKs, which is only slower.
-    let _ = socket2::SockRef::from(sock).set_tcp_quickack(false);
 }
 
 fn reject(e: &LineError, dev: &Device, streams: &Streams, last_warn: &mut Instant) {
