@@ -171,6 +171,13 @@ async fn metrics(State(c): State<Arc<Ctx>>) -> impl IntoResponse {
 }
 
 /// The exposition text for the server's state now.
+/// Registers a gauge holding `v`.
+fn gauge(r: &Registry, name: &str, help: &str, v: usize) -> Result<(), prometheus::Error> {
+    let g = IntGauge::new(name, help)?;
+    g.set(v as i64);
+    r.register(Box::new(g))
+}
+
 pub fn render(shared: &Shared, streams: Option<&Streams>) -> Result<String, prometheus::Error> {
     let r = Registry::new();
     let events = IntCounterVec::new(
@@ -186,9 +193,12 @@ pub fn render(shared: &Shared, streams: Option<&Streams>) -> Result<String, prom
     r.register(Box::new(events))?;
 
     let report = build_report(shared);
-    let viewers = IntGauge::new("framewire_viewers", "Viewers connected now")?;
-    viewers.set(report.clients as i64);
-    r.register(Box::new(viewers))?;
+    gauge(
+        &r,
+        "framewire_viewers",
+        "Viewers connected now",
+        report.clients,
+    )?;
     let fps = GaugeVec::new(
         Opts::new(
             "framewire_capture_fps",
@@ -229,18 +239,18 @@ pub fn render(shared: &Shared, streams: Option<&Streams>) -> Result<String, prom
     r.register(Box::new(shared.stages.vec.clone()))?;
 
     if let Some(st) = streams {
-        let depth = IntGauge::new(
+        gauge(
+            &r,
             "framewire_stream_queue_depth",
             "Items waiting for the stream hub (publishers pause reading above the high-water mark)",
+            st.depth(),
         )?;
-        depth.set(st.depth() as i64);
-        r.register(Box::new(depth))?;
-        let paused = IntGauge::new(
+        gauge(
+            &r,
             "framewire_stream_reads_paused",
             "1 while publishers are told to stop reading their sockets",
+            st.is_paused() as usize,
         )?;
-        paused.set(st.is_paused() as i64);
-        r.register(Box::new(paused))?;
         let items = IntCounterVec::new(
             Opts::new("framewire_stream_items_total", "Items published, by stream"),
             &["stream"],
@@ -276,9 +286,18 @@ pub fn render(shared: &Shared, streams: Option<&Streams>) -> Result<String, prom
             c.inc_by(v);
             r.register(Box::new(c))?;
         }
-        let devices = IntGauge::new("framewire_sensor_devices", "Sensor devices connected now")?;
-        devices.set(shared.devices.count() as i64);
-        r.register(Box::new(devices))?;
+        gauge(
+            &r,
+            "framewire_stream_subscribers",
+            "Stream subscribers connected now",
+            st.subscriber_count(),
+        )?;
+        gauge(
+            &r,
+            "framewire_sensor_devices",
+            "Sensor devices connected now",
+            shared.devices.count(),
+        )?;
     }
 
     let mut out = Vec::new();

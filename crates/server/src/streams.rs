@@ -6,10 +6,12 @@
 //! gets, it never holds up the async workers that read the sockets. Subscribers' writers run
 //! on that thread too (it drives a single-threaded runtime of its own): a batch the hub has
 //! just queued is written out right after, on the same thread, instead of waiting for a
-//! worker that is busy reading a thousand device sockets to take the wake-up. While items arrive faster
-//! than one per wake-up it polls its input every 100 µs instead of waiting on it, so publishers
-//! do not pay for waking it (at 200 000 lines/s, futex wake-ups of this thread were a fifth of
-//! the server's CPU); at low rates it waits to be woken, so a quiet hub costs nothing.
+//! worker that is busy reading a thousand device sockets to take the wake-up.
+//!
+//! While items arrive faster than one per wake-up the hub polls its input every 100 µs instead
+//! of waiting on it, so publishers do not pay for waking it (at 200 000 lines/s, futex
+//! wake-ups of this thread were a fifth of the server's CPU); at low rates it waits to be
+//! woken, so a quiet hub costs nothing.
 //!
 //! Back-pressure, not unbounded queues: when the hub task falls behind (its input queue is
 //! above the high-water mark), publishers are told to pause reading their sockets, so TCP slows
@@ -144,6 +146,11 @@ impl Streams {
     #[doc(hidden)]
     pub fn stall(&self) -> std::sync::MutexGuard<'_, Hub> {
         lock(&self.hub)
+    }
+
+    /// Subscribers connected now.
+    pub fn subscriber_count(&self) -> usize {
+        lock(&self.hub).subscribers().count()
     }
 
     pub fn hub_counters(&self) -> HubCounters {

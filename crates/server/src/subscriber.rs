@@ -84,22 +84,31 @@ pub async fn serve<S: crate::conn::Conn>(
             }
         }
     };
-    // The writer runs on the hub thread (see `streams.rs`); this task keeps the reader.
-    let mut writer = streams.spawn_writer(write_deliveries(sub, wr, delivery.clone()));
+    // The writer runs on the hub thread (see `streams.rs`); this task keeps the reader. The
+    // writer ends with this task however it ends (the guard aborts it, which unsubscribes).
+    let mut writer = Writer(streams.spawn_writer(write_deliveries(sub, wr, delivery.clone())));
     let r = tokio::select! {
         r = reader => r,
-        r = &mut writer => match r {
+        r = &mut writer.0 => match r {
             Ok(r) => r,
             Err(e) => Err(anyhow::anyhow!("the subscriber's writer stopped: {e}")),
         },
     };
-    // The reader ended first (goodbye or hang-up): stop the writer, which unsubscribes.
-    writer.abort();
+    drop(writer);
     if let Err(e) = &r {
         warn!(%peer, error = %e, "subscriber connection ended");
     }
     streams.counters.inc("subscribers_disconnected");
     r
+}
+
+/// A subscriber's writer task, aborted when its connection's task ends.
+struct Writer(tokio::task::JoinHandle<anyhow::Result<()>>);
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Takes deliveries from the hub, encodes them and writes them, batched into as few writes as

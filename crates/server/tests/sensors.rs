@@ -207,6 +207,15 @@ async fn a_v1_subscriber_receives_samples_over_tcp() {
         assert_eq!(r[0], ("ADC1".to_string(), V::Int(k as i64)));
         assert_eq!(r[1], ("T".to_string(), V::Float(1.5)));
     }
+    // Hanging up ends the subscription (its writer, on the hub thread, is stopped with it).
+    let streams = server.streams().unwrap().clone();
+    assert_eq!(streams.subscriber_count(), 1);
+    drop(sub);
+    let t = std::time::Instant::now();
+    while streams.subscriber_count() > 0 {
+        assert!(t.elapsed() < Duration::from_secs(10), "still subscribed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     server.shutdown().await;
 }
 
