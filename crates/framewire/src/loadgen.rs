@@ -369,11 +369,10 @@ pub async fn run(a: LoadgenArgs) -> anyhow::Result<()> {
     let a = Arc::new(a);
     let start = Instant::now();
     let server_pid = a.server_pid.or_else(|| find_listener(a.port));
+    let lines = expected_lines(&a);
     let arrivals = Arc::new(Mutex::new(Arrivals {
         // Not `vec![v; n]`: a clone of an empty vector does not keep its capacity.
-        per_client: (0..a.clients)
-            .map(|_| Vec::with_capacity(expected_lines(&a)))
-            .collect(),
+        per_client: (0..a.clients).map(|_| Vec::with_capacity(lines)).collect(),
         ..Default::default()
     }));
     let delivered = Arc::new(AtomicU64::new(0));

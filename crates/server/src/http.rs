@@ -170,7 +170,6 @@ async fn metrics(State(c): State<Arc<Ctx>>) -> impl IntoResponse {
     }
 }
 
-/// The exposition text for the server's state now.
 /// Registers a gauge holding `v`.
 fn gauge(r: &Registry, name: &str, help: &str, v: usize) -> Result<(), prometheus::Error> {
     let g = IntGauge::new(name, help)?;
@@ -178,6 +177,7 @@ fn gauge(r: &Registry, name: &str, help: &str, v: usize) -> Result<(), prometheu
     r.register(Box::new(g))
 }
 
+/// The exposition text for the server's state now.
 pub fn render(shared: &Shared, streams: Option<&Streams>) -> Result<String, prometheus::Error> {
     let r = Registry::new();
     let events = IntCounterVec::new(

@@ -5,29 +5,32 @@ use std::time::Duration;
 /// Asks the kernel for a short scheduling slice for the calling thread (EEVDF, Linux 6.12 and
 /// later: the `sched_runtime` of a SCHED_OTHER thread is its slice). A thread with a short
 /// slice runs soon after it wakes instead of waiting for the running thread's slice to end,
-/// which on a busy 2-core machine was milliseconds. The thread's nice value is kept. Older
-/// kernels ignore the slice. Returns whether the kernel took the request.
+/// which on a busy 2-core machine was milliseconds. Only the slice changes: the thread's
+/// policy and nice value are read first and kept, and a thread under another policy (say
+/// SCHED_FIFO, given by `chrt`) is left alone. Older kernels ignore the slice. Returns whether
+/// the kernel took the request.
 ///
-/// By hand because neither libc nor a maintained crate wraps `sched_setattr`.
+/// By hand because neither libc nor a maintained crate wraps `sched_getattr`/`sched_setattr`.
 pub fn short_slice(slice: Duration) -> bool {
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() };
-    // SAFETY: getpriority only reads; errno is cleared first so -1 can be told from failure.
-    let nice = unsafe {
-        *libc::__errno_location() = 0;
-        let n = libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t);
-        if *libc::__errno_location() != 0 {
-            return false;
-        }
-        n
-    };
     // SAFETY: sched_attr is plain data; zeroed is a valid value for every field.
     let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
-    attr.size = std::mem::size_of::<libc::sched_attr>() as u32;
-    attr.sched_policy = libc::SCHED_OTHER as u32;
-    attr.sched_nice = nice;
+    let size = std::mem::size_of::<libc::sched_attr>() as u32;
+    // SAFETY: pid 0 is the calling thread; attr is a writable sched_attr of `size` bytes.
+    let got = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            0,
+            &mut attr as *mut libc::sched_attr,
+            size,
+            0,
+        )
+    };
+    if got != 0 || attr.sched_policy != libc::SCHED_OTHER as u32 {
+        return false;
+    }
+    attr.size = size;
     attr.sched_runtime = slice.as_nanos().min(u64::MAX as u128) as u64;
-    // SAFETY: pid 0 is the calling thread; attr is a valid sched_attr of the size it declares.
+    // SAFETY: as above; attr is a valid sched_attr of the size it declares.
     let r = unsafe {
         libc::syscall(
             libc::SYS_sched_setattr,
@@ -51,7 +54,7 @@ mod tests {
     }
 
     fn nice() -> i32 {
-        // SAFETY: as above.
+        // SAFETY: getpriority only reads.
         unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
     }
 

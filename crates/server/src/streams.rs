@@ -278,12 +278,9 @@ impl Subscription {
 
     /// The next delivery, waiting for one.
     pub async fn next(&self) -> Delivery {
-        loop {
-            if let Some(d) = self.try_next() {
-                return d;
-            }
-            self.notify.notified().await;
-        }
+        let mut one = Vec::with_capacity(1);
+        self.next_batch(1, &mut one).await;
+        one.pop().expect("next_batch returns with at least one")
     }
 
     /// Samples lost so far to a full queue (each also delivered as a notice).
