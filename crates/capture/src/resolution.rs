@@ -19,8 +19,11 @@ pub struct Resolution {
     pub height: u32,
 }
 
+/// Largest side the Daylight app accepts (it reallocates its picture up to this).
+pub const MAX_SIDE: u32 = 4096;
+
 #[derive(Debug, Error, PartialEq, Eq)]
-#[error("invalid resolution {input:?}: {why} (use a preset: cozy, comfortable, balanced, sharp; or WxH such as 1600x1200, each side 16..=4096)")]
+#[error("invalid resolution {input:?}: {why} (use a preset: cozy, comfortable, balanced, sharp, or portrait-NAME for each; or WxH such as 1600x1200, each side 1..=4096)")]
 pub struct ResolutionError {
     input: String,
     why: &'static str,
@@ -36,25 +39,57 @@ impl Resolution {
         self.width as usize * self.height as usize
     }
 
-    /// The preset name for this size, if it is one.
+    /// The preset name for this size, if it is one (landscape presets only).
     pub fn preset_name(self) -> Option<&'static str> {
         PRESETS
             .iter()
             .find(|p| p.1 == self.width && p.2 == self.height)
             .map(|p| p.0)
     }
+
+    /// The name the Daylight host's control socket uses for this size: `comfortable`,
+    /// `portrait comfortable` for its portrait orientation (the original's label, lowercased),
+    /// else `WxH`.
+    pub fn label(self) -> String {
+        if let Some(name) = self.preset_name() {
+            return name.to_string();
+        }
+        match PRESETS
+            .iter()
+            .find(|p| p.2 == self.width && p.1 == self.height)
+        {
+            Some(p) => format!("portrait {}", p.0),
+            None => self.to_string(),
+        }
+    }
+
+    /// Every preset name the control socket accepts, landscape then portrait.
+    pub fn preset_names() -> Vec<String> {
+        let land = PRESETS.iter().map(|p| p.0.to_string());
+        let port = PRESETS.iter().map(|p| format!("portrait-{}", p.0));
+        land.chain(port).collect()
+    }
+
+    /// A preset by name: `sharp`, or `portrait-sharp` / `portrait sharp` (case-insensitive).
+    pub fn preset(name: &str) -> Option<Resolution> {
+        let t = name.trim().to_ascii_lowercase().replace(['-', '_'], " ");
+        let (portrait, base) = match t.strip_prefix("portrait") {
+            Some(rest) => (true, rest.trim()),
+            None => (false, t.as_str()),
+        };
+        let p = PRESETS.iter().find(|p| p.0 == base)?;
+        let (width, height) = if portrait { (p.2, p.1) } else { (p.1, p.2) };
+        Some(Resolution { width, height })
+    }
 }
 
 impl FromStr for Resolution {
     type Err = ResolutionError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let t = s.trim().to_ascii_lowercase();
-        if let Some(p) = PRESETS.iter().find(|p| p.0 == t) {
-            return Ok(Resolution {
-                width: p.1,
-                height: p.2,
-            });
+        if let Some(r) = Resolution::preset(s) {
+            return Ok(r);
         }
+        let t = s.trim().to_ascii_lowercase();
         let err = |why| ResolutionError {
             input: s.to_string(),
             why,
@@ -67,7 +102,7 @@ impl FromStr for Resolution {
             .trim()
             .parse()
             .map_err(|_| err("height is not a number"))?;
-        if !(16..=4096).contains(&w) || !(16..=4096).contains(&h) {
+        if !(1..=MAX_SIDE).contains(&w) || !(1..=MAX_SIDE).contains(&h) {
             return Err(err("side out of range"));
         }
         Ok(Resolution {
@@ -110,6 +145,24 @@ mod tests {
                 height: 480
             }
         );
+        assert_eq!(
+            "portrait-comfortable".parse::<Resolution>().unwrap(),
+            Resolution {
+                width: 768,
+                height: 1024
+            }
+        );
+        assert_eq!(
+            Resolution::preset("Portrait Sharp").map(|r| r.label()),
+            Some("portrait sharp".into())
+        );
+        assert_eq!("1x1".parse::<Resolution>().unwrap().label(), "1x1");
+        assert_eq!(
+            Resolution::preset("comfortable").unwrap().label(),
+            "comfortable"
+        );
+        assert!(Resolution::preset("portrait").is_none());
+        assert!(Resolution::preset("huge").is_none());
         assert!("640".parse::<Resolution>().is_err());
         assert!("0x480".parse::<Resolution>().is_err());
         assert!("9000x480".parse::<Resolution>().is_err());

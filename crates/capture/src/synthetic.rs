@@ -98,8 +98,13 @@ pub struct SyntheticSource {
     scene: Scene,
     width: u32,
     height: u32,
+    /// Width the scene is drawn at: screens smaller than 16×16 are drawn at 16 per side and
+    /// cropped to their top-left corner, so every size down to 1×1 has a picture.
+    draw_width: u32,
     panels: Vec<Panel>,
     pixels: Vec<u32>,
+    /// The top-left `width`×`height` of `pixels`, when the screen is smaller than it is drawn.
+    crop: Option<Vec<u32>>,
     /// The frame currently in `pixels`, if any.
     rendered: Option<u64>,
     /// Rows the last `render` redrew relative to the picture before it.
@@ -120,11 +125,8 @@ fn window(x0: u32, y0: u32, x1: u32, y1: u32) -> (Rect, Rect) {
 
 impl SyntheticSource {
     pub fn new(scene: Scene, width: u32, height: u32) -> Self {
-        assert!(
-            width >= 16 && height >= 16,
-            "synthetic screens are at least 16x16"
-        );
-        let (w, h) = (width, height);
+        assert!(width >= 1 && height >= 1, "a screen has at least one pixel");
+        let (w, h) = (width.max(16), height.max(16));
         let m = (w.min(h) / 40).max(2);
         let mut panels = Vec::new();
         let mut windows = Vec::new();
@@ -184,12 +186,15 @@ impl SyntheticSource {
         for f in windows {
             fill(&mut pixels, w, f, TITLE);
         }
+        let crop = (w, h) != (width, height);
         SyntheticSource {
             scene,
             width,
             height,
+            draw_width: w,
             panels,
             pixels,
+            crop: crop.then(|| vec![0; (width * height) as usize]),
             rendered: None,
             damage: Damage::All,
             next: 0,
@@ -221,7 +226,7 @@ impl SyntheticSource {
             for p in self.panels.clone() {
                 rows.extend(draw_panel(
                     &mut self.pixels,
-                    self.width,
+                    self.draw_width,
                     p,
                     index,
                     incremental,
@@ -233,8 +238,14 @@ impl SyntheticSource {
                 Damage::All
             };
             self.rendered = Some(index);
+            if let Some(c) = &mut self.crop {
+                let (w, dw) = (self.width as usize, self.draw_width as usize);
+                for (y, row) in c.chunks_exact_mut(w).enumerate() {
+                    row.copy_from_slice(&self.pixels[y * dw..y * dw + w]);
+                }
+            }
         }
-        as_bytes(&self.pixels)
+        as_bytes(self.crop.as_deref().unwrap_or(&self.pixels))
     }
 }
 
@@ -424,7 +435,7 @@ impl FrameSource for SyntheticSource {
         let (width, height) = (self.width, self.height);
         self.render(i);
         let damage = self.damage.clone();
-        let bgra = as_bytes(&self.pixels);
+        let bgra = as_bytes(self.crop.as_deref().unwrap_or(&self.pixels));
         Ok(Captured {
             width,
             height,
@@ -447,6 +458,28 @@ mod tests {
                 let a = inc.render(i).to_vec();
                 let mut direct = SyntheticSource::new(scene, 203, 157);
                 assert_eq!(a, direct.render(i), "scene {} frame {i}", scene.name());
+            }
+        }
+    }
+
+    /// Screens smaller than the scene's layout are its top-left corner, down to 1×1.
+    #[test]
+    fn tiny_screens_are_the_corner_of_the_smallest_layout() {
+        for scene in Scene::ALL {
+            for (w, h) in [(1u32, 1u32), (3, 2), (15, 16), (16, 5)] {
+                let mut full = SyntheticSource::new(scene, 16, 16);
+                let mut s = SyntheticSource::new(scene, w, h);
+                for i in 0..8u64 {
+                    let big = full.render(i).to_vec();
+                    let small = s.render(i);
+                    assert_eq!(small.len(), (w * h * 4) as usize);
+                    for y in 0..h as usize {
+                        let want = &big[y * 64..y * 64 + w as usize * 4];
+                        let got = &small[y * w as usize * 4..(y + 1) * w as usize * 4];
+                        assert_eq!(got, want, "{} {w}x{h} frame {i} row {y}", scene.name());
+                    }
+                }
+                assert_eq!(s.capture().unwrap().bgra.len(), (w * h * 4) as usize);
             }
         }
     }

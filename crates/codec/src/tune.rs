@@ -19,7 +19,8 @@ pub struct Tuning {
 }
 
 /// The accepted ranges, in the units users type (not hundredths).
-pub const SHARPEN_RANGE: (f32, f32) = (0.0, 2.0);
+/// The Daylight host accepts sharpen 0–3 (0 none, 1 mild, 2 strong).
+pub const SHARPEN_RANGE: (f32, f32) = (0.0, 3.0);
 pub const CONTRAST_RANGE: (f32, f32) = (0.25, 4.0);
 pub const GAMMA_RANGE: (f32, f32) = (0.2, 5.0);
 

@@ -143,6 +143,12 @@ impl ViewerFlow {
         self.stats.keyframe_requests += 1;
     }
 
+    /// The viewer's picture was reset (a new stream description): whatever comes next must be
+    /// a keyframe, whatever it held before.
+    pub fn reset_reference(&mut self) {
+        self.reference = None;
+    }
+
     /// Decides what `f` becomes for this viewer and commits to it: the caller sends it.
     pub fn plan(&mut self, f: &FrameInfo) -> Plan {
         if let Some(last) = self.last_seq {

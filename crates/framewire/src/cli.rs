@@ -95,6 +95,10 @@ pub struct ServeArgs {
     /// Do not open the sensor line listener.
     #[arg(long)]
     pub no_sensors: bool,
+    /// The command that starts each sensor device when it connects, sent as `<COMMAND>\n`
+    /// (real EmberEye devices take PERIOD_ON; `none` sends nothing).
+    #[arg(long, default_value = "PERIOD_ON", value_name = "COMMAND")]
+    pub sensor_start: String,
     /// HTTP port: `/metrics` for Prometheus.
     #[arg(long, default_value_t = 8890)]
     pub http_port: u16,

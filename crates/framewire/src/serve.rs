@@ -113,6 +113,7 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         v1_addr: Some(SocketAddr::new(a.bind, a.port)),
         daylight_addr: (!a.no_daylight).then(|| SocketAddr::new(a.bind, a.daylight_port)),
         sensor_addr: (!a.no_sensors).then(|| SocketAddr::new(a.bind, a.sensor_port)),
+        sensor_start: sensor_start(&a.sensor_start)?,
         http_addr: (!a.no_http).then(|| SocketAddr::new(a.bind, a.http_port)),
         token: a.token.clone(),
         insecure: a.insecure,
@@ -132,6 +133,19 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
 }
 
 /// `--profile`, then `--sharpen`, `--contrast` and `--gamma` over it.
+fn sensor_start(c: &str) -> anyhow::Result<Option<String>> {
+    if c.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let c = c.to_ascii_uppercase();
+    if !framewire_server::devices::valid_command(&c) {
+        anyhow::bail!(
+            "--sensor-start {c:?}: a device command is A-Z, 0-9 and _, at most 32 (or none)"
+        );
+    }
+    Ok(Some(c))
+}
+
 fn tuning(a: &ServeArgs) -> anyhow::Result<Tuning> {
     let mut t = match &a.profile {
         None => Tuning::NEUTRAL,
@@ -213,7 +227,17 @@ pub async fn run(a: ServeArgs, mirror: bool) -> anyhow::Result<()> {
             server.daylight_addr.map(|d| d.port()),
             server.touch_addr.map(|t| t.port()),
         ];
-        Some(crate::adb::spawn(ports.into_iter().flatten().collect())?)
+        let link = crate::adb::DisplayLink {
+            adopt: {
+                let h = server.display_handle();
+                Box::new(move |b, a| h.adopt_device_display(b, a))
+            },
+            commands: server.subscribe_commands(),
+        };
+        Some(crate::adb::spawn(
+            ports.into_iter().flatten().collect(),
+            link,
+        )?)
     } else {
         None
     };

@@ -11,8 +11,10 @@ use std::fmt;
 /// Longest line accepted. The longest real packet is a thermal frame as 768 space-separated
 /// 4-digit words with a location (≈3.9 KB) or an EEPROM dump (3328 hex digits).
 pub const MAX_LINE: usize = 16 * 1024;
-/// What the server sends a device when it connects.
-pub const GREETING: &[u8] = b"PERIODIC_ON";
+/// The command that starts a real device's periodic readings, sent when it connects. A capture
+/// of a real device and EmberEye's own servers send `PERIOD_ON\n`; only one of EmberEye's
+/// simulators took `PERIODIC_ON` (and without a newline).
+pub const START_COMMAND: &str = "PERIOD_ON";
 pub const THERMAL_W: u32 = 32;
 pub const THERMAL_H: u32 = 24;
 pub const THERMAL_VALUES: usize = 768;

@@ -47,6 +47,9 @@ pub struct ServerConfig {
     pub daylight_addr: Option<SocketAddr>,
     /// Sensor line listener (EmberEye-compatible); `None` (the library default) disables it.
     pub sensor_addr: Option<SocketAddr>,
+    /// Sent as `<command>\n` to every device when it connects (`PERIOD_ON`); `None` sends
+    /// nothing.
+    pub sensor_start: Option<String>,
     /// HTTP port (`/metrics`); `None` (the library default) disables it.
     pub http_addr: Option<SocketAddr>,
     /// Required from v1 viewers when set; required to bind beyond loopback.
@@ -88,6 +91,7 @@ impl Default for ServerConfig {
             v1_addr: Some(SocketAddr::from(([127, 0, 0, 1], 7878))),
             daylight_addr: Some(SocketAddr::from(([127, 0, 0, 1], 8888))),
             sensor_addr: None,
+            sensor_start: Some(framewire_proto::sensor_line::START_COMMAND.to_string()),
             http_addr: None,
             token: None,
             insecure: false,

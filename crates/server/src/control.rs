@@ -15,7 +15,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tracing::{info, warn};
 
-use crate::report::{build_report, status_lines};
+use crate::display::Backlight;
+use crate::report::build_report;
 use crate::state::{lock, Shared, ViewerCommand};
 
 pub const MAX_LINE: usize = 255;
@@ -96,148 +97,281 @@ async fn handle(s: UnixStream, shared: &Shared) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn parse_u8(arg: Option<&str>, what: &str) -> Result<Option<u8>, String> {
-    match arg {
-        None => Ok(None),
-        Some(a) => a
-            .parse::<u8>()
-            .map(Some)
-            .map_err(|_| format!("ERR {what} must be 0-255, got {a:?}\n")),
+/// Every verb, for the reply to an unknown one.
+const VERBS: &str = "BRIGHTNESS WARMTH BACKLIGHT RESOLUTION START STOP STATUS RESTART RECONNECT SHARPEN CONTRAST FONTSMOOTHING LATENCY HEALTH GAMMA PROFILE REPORT DEVICE";
+
+/// Executes one control command and returns the reply text (ending in a newline). The
+/// Daylight verbs answer exactly as the original host does (`OK 255`, `OK on`,
+/// `OK comfortable (no change)`, …); what framewire adds is in extra `key=value` lines or in
+/// its own verbs, never in place of the original's words.
+pub(crate) fn execute(line: &str, shared: &Shared) -> String {
+    let (verb, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let verb = verb.to_ascii_uppercase();
+    let rest = rest.trim();
+    let arg = (!rest.is_empty()).then_some(rest);
+    let reply = match verb.as_str() {
+        "BRIGHTNESS" | "WARMTH" => level(&verb, arg, shared),
+        "BACKLIGHT" => backlight(arg, shared),
+        "RESOLUTION" => resolution(arg, shared),
+        "START" | "STOP" | "RESTART" | "RECONNECT" | "STATUS" => running_verb(&verb, shared),
+        "SHARPEN" | "CONTRAST" => daylight_tuning(&verb, arg, shared),
+        "GAMMA" | "PROFILE" => framewire_tuning(&verb, arg, shared),
+        "FONTSMOOTHING" => match arg.map(str::to_ascii_lowercase).as_deref() {
+            None | Some("on") => "OK on".to_string(),
+            Some("off") => "ERR font smoothing is each X11 application's own (fontconfig); framewire cannot turn it off (use SHARPEN and CONTRAST)".to_string(),
+            Some(_) => "ERR use on or off".to_string(),
+        },
+        "LATENCY" if !lock(&shared.settings).running => "ERR not running".to_string(),
+        "LATENCY" => format_daylight_latency(&build_report(shared))
+            .trim_end()
+            .to_string(),
+        "HEALTH" => health(shared),
+        "DEVICE" => device(arg, shared),
+        "REPORT" => match serde_json::to_string(&build_report(shared)) {
+            Ok(j) => format!("OK\n{j}"),
+            Err(e) => format!("ERR {e}"),
+        },
+        "" => "ERR empty command".to_string(),
+        _ => format!("ERR unknown command\nverbs={VERBS}"),
+    };
+    reply + "\n"
+}
+
+fn send(shared: &Shared, c: ViewerCommand) {
+    // No receiver means no viewer is connected: nothing to tell.
+    let _ = shared.commands.send(c);
+}
+
+/// `BRIGHTNESS [n]`, `WARMTH [n]`: clamped to 0–255, reply `OK <value>`.
+fn level(verb: &str, arg: Option<&str>, shared: &Shared) -> String {
+    let mut s = lock(&shared.settings);
+    let brightness = verb == "BRIGHTNESS";
+    let Some(a) = arg else {
+        return format!("OK {}", if brightness { s.brightness } else { s.warmth });
+    };
+    let Ok(v) = a.parse::<i64>() else {
+        return format!(
+            "ERR {} must be a whole number 0-255, got {a:?}",
+            verb.to_ascii_lowercase()
+        );
+    };
+    let c = if brightness {
+        s.set_brightness(v)
+    } else {
+        s.set_warmth(v)
+    };
+    drop(s);
+    send(shared, c);
+    let (ViewerCommand::Brightness(v) | ViewerCommand::Warmth(v) | ViewerCommand::Backlight(v)) = c;
+    format!("OK {v}")
+}
+
+/// `BACKLIGHT [on|off|toggle]`: reply `OK on` or `OK off`.
+fn backlight(arg: Option<&str>, shared: &Shared) -> String {
+    let b = match arg.map(str::to_ascii_lowercase).as_deref() {
+        Some("on") => Some(Backlight::On),
+        Some("off") => Some(Backlight::Off),
+        Some("toggle") => Some(Backlight::Toggle),
+        // The original answers the current state to anything else.
+        _ => None,
+    };
+    let mut s = lock(&shared.settings);
+    let c = b.and_then(|b| s.set_backlight(b));
+    let on = s.backlight_on;
+    drop(s);
+    if let Some(c) = c {
+        send(shared, c);
+    }
+    format!("OK {}", if on { "on" } else { "off" })
+}
+
+/// `RESOLUTION [name|WxH]`: `OK comfortable`, `OK comfortable (restarting)` while capturing,
+/// `OK comfortable (no change)`; presets landscape and `portrait-*`, and (framewire) any WxH.
+fn resolution(arg: Option<&str>, shared: &Shared) -> String {
+    let (w, h) = *shared.resolution.borrow();
+    let current = Resolution {
+        width: w,
+        height: h,
+    };
+    let Some(a) = arg else {
+        return format!("OK {}", current.label());
+    };
+    let Ok(r) = a.parse::<Resolution>() else {
+        return format!(
+            "ERR unknown resolution (valid: {}, WxH)",
+            Resolution::preset_names().join(", ")
+        );
+    };
+    if r == current {
+        return format!("OK {} (no change)", r.label());
+    }
+    shared.resolution.send_replace((r.width, r.height));
+    if lock(&shared.settings).running {
+        format!("OK {} (restarting)", r.label())
+    } else {
+        format!("OK {}", r.label())
     }
 }
 
-/// Executes one control command and returns the reply text (ending in a newline).
-pub(crate) fn execute(line: &str, shared: &Shared) -> String {
-    let mut it = line.split_whitespace();
-    let verb = it.next().unwrap_or("").to_ascii_uppercase();
-    let arg = it.next();
-    let send = |c| {
-        let _ = shared.commands.send(c);
-    };
-    match verb.as_str() {
-        "BRIGHTNESS" | "WARMTH" => {
-            let v = match parse_u8(arg, &verb.to_ascii_lowercase()) {
-                Ok(v) => v,
-                Err(e) => return e,
-            };
-            let mut s = lock(&shared.settings);
-            let slot = if verb == "BRIGHTNESS" { &mut s.brightness } else { &mut s.warmth };
-            if let Some(v) = v {
-                *slot = v;
-                send(if verb == "BRIGHTNESS" { ViewerCommand::Brightness(v) } else { ViewerCommand::Warmth(v) });
-            }
-            format!("OK {}={}\n", verb.to_ascii_lowercase(), slot)
+/// `START`, `STOP`, `RESTART`, `RECONNECT`, `STATUS`: the capture's running state, in the
+/// original's words (`idle` when stopped).
+fn running_verb(verb: &str, shared: &Shared) -> String {
+    let mut s = lock(&shared.settings);
+    let was = s.running;
+    match verb {
+        "START" if was => "OK already running".into(),
+        "START" => {
+            s.running = true;
+            "OK starting".into()
         }
-        "BACKLIGHT" => {
-            let mut s = lock(&shared.settings);
-            let (on, code) = match arg.map(str::to_ascii_lowercase).as_deref() {
-                Some("on") => (true, 1),
-                Some("off") => (false, 0),
-                Some("toggle") | None => (!s.backlight_on, 2),
-                Some(other) => return format!("ERR backlight takes on, off or toggle, got {other:?}\n"),
-            };
-            s.backlight_on = on;
-            send(ViewerCommand::Backlight(code));
-            format!("OK backlight={}\n", if on { "on" } else { "off" })
+        "STOP" if !was => "OK already idle".into(),
+        "STOP" => {
+            s.running = false;
+            "OK stopping".into()
         }
-        "RESOLUTION" => match arg {
-            None => {
-                let (w, h) = *shared.resolution.borrow();
-                format!("OK resolution={w}x{h}\n")
-            }
-            Some(a) => match a.parse::<Resolution>() {
-                Ok(r) => {
-                    shared.resolution.send_replace((r.width, r.height));
-                    format!("OK resolution={r}\n")
-                }
-                Err(e) => format!("ERR {e}\n"),
-            },
-        },
-        "START" | "STOP" => {
-            lock(&shared.settings).running = verb == "START";
-            format!("OK {}\n", if verb == "START" { "running" } else { "stopped" })
-        }
+        "RESTART" | "RECONNECT" if !was => "ERR not running".into(),
         "RESTART" => {
+            drop(s);
             shared.resolution.send_modify(|_| {});
-            "OK restarting capture\n".to_string()
+            "OK restarting".into()
         }
-        "RECONNECT" => "OK viewers reconnect by themselves; nothing to do for TCP viewers\n".to_string(),
-        "SHARPEN" | "CONTRAST" | "GAMMA" => {
-            let which = verb.to_ascii_lowercase();
-            let mut s = lock(&shared.settings);
-            if let Some(a) = arg {
-                match Tuning::parse_setting(&which, a) {
-                    Ok(v) => match verb.as_str() {
-                        "SHARPEN" => s.tuning.sharpen = v,
-                        "CONTRAST" => s.tuning.contrast = v,
-                        _ => s.tuning.gamma = v,
-                    },
-                    Err(e) => return format!("ERR {e}\n"),
-                }
-                info!(tuning = %s.tuning, "display tuning changed");
-            }
-            format!("OK {}\n", s.tuning)
+        // Viewers reconnect by themselves; with --adb the tunnels are watched and renewed.
+        "RECONNECT" => "OK reconnecting".into(),
+        _ => format!("OK {}", if was { "running" } else { "idle" }),
+    }
+}
+
+/// `SHARPEN [0-3]`, `CONTRAST [1-2]`: the original's ranges and one-decimal replies.
+fn daylight_tuning(verb: &str, arg: Option<&str>, shared: &Shared) -> String {
+    let mut s = lock(&shared.settings);
+    let slot = if verb == "SHARPEN" {
+        &mut s.tuning.sharpen
+    } else {
+        &mut s.tuning.contrast
+    };
+    let Some(a) = arg else {
+        return format!("OK {:.1}", *slot as f64 / 100.0);
+    };
+    let (lo, hi, help) = if verb == "SHARPEN" {
+        (
+            0.0,
+            3.0,
+            "ERR value must be 0.0-3.0 (0=none, 1=mild, 2=strong)",
+        )
+    } else {
+        (
+            1.0,
+            2.0,
+            "ERR value must be 1.0-2.0 (1.0=off, 1.5=moderate, 2.0=high)",
+        )
+    };
+    match a.parse::<f64>() {
+        Ok(v) if (lo..=hi).contains(&v) => {
+            *slot = (v * 100.0).round() as u16;
+            info!(tuning = %s.tuning, "display tuning changed");
+            format!("OK {v:.1}")
         }
-        "PROFILE" => {
-            let mut s = lock(&shared.settings);
-            if let Some(a) = arg {
-                match Tuning::profile(a) {
-                    Some(t) => s.tuning = t,
-                    None => {
-                        let names: Vec<&str> = PROFILES.iter().map(|(n, _)| *n).collect();
-                        return format!("ERR no profile {a:?}; profiles: {}\n", names.join(" "));
-                    }
-                }
-                info!(tuning = %s.tuning, "display profile changed");
+        _ => help.to_string(),
+    }
+}
+
+/// framewire's own tuning verbs: `GAMMA [0.2-5]`, `PROFILE [name]`.
+fn framewire_tuning(verb: &str, arg: Option<&str>, shared: &Shared) -> String {
+    let mut s = lock(&shared.settings);
+    if verb == "GAMMA" {
+        if let Some(a) = arg {
+            match Tuning::parse_setting("gamma", a) {
+                Ok(v) => s.tuning.gamma = v,
+                Err(e) => return format!("ERR {e}"),
             }
-            let name = s.tuning.profile_name().unwrap_or("custom");
-            format!("OK profile={name} {}\n", s.tuning)
+            info!(tuning = %s.tuning, "display tuning changed");
         }
-        "FONTSMOOTHING" => "ERR fontsmoothing is a macOS system setting; on X11 each application's fontconfig decides, so framewire leaves it alone (use SHARPEN and CONTRAST)\n".to_string(),
-        "LATENCY" => format_daylight_latency(&build_report(shared)),
-        "STATUS" => {
-            let mut s = String::from("OK\n");
-            for (k, v) in status_lines(shared) {
-                s.push_str(&format!("{k}={v}\n"));
-            }
-            s
-        }
-        "HEALTH" => {
-            let frames = shared.frames.borrow().as_ref().map(|f| f.seq).unwrap_or(0);
-            if frames > 0 {
-                format!("OK healthy frames={frames}\n")
-            } else {
-                "ERR no frame captured yet\n".to_string()
-            }
-        }
-        "DEVICE" => {
-            let (Some(target), Some(cmd)) = (arg, it.next()) else {
-                return "ERR usage: DEVICE <all|serial|location|peer> <COMMAND>\n".to_string();
-            };
-            let cmd = cmd.to_ascii_uppercase();
-            if !crate::devices::valid_command(&cmd) {
-                return format!("ERR {cmd:?} is not a device command (A-Z, 0-9, _; at most 32)\n");
-            }
-            let sent = shared.devices.send(target, &cmd);
-            shared.counters.inc("device_commands");
-            match sent.matched {
-                0 => format!("ERR no connected device matches {target:?}\n"),
-                n if sent.full > 0 => format!(
-                    "OK sent {cmd} to {} of {n} devices; {} are not reading their commands\n",
-                    n - sent.full,
-                    sent.full
-                ),
-                n => format!("OK sent {cmd} to {n} devices\n"),
+        return format!("OK {}", s.tuning);
+    }
+    if let Some(a) = arg {
+        match Tuning::profile(a) {
+            Some(t) => s.tuning = t,
+            None => {
+                let names: Vec<&str> = PROFILES.iter().map(|(n, _)| *n).collect();
+                return format!("ERR no profile {a:?}; profiles: {}", names.join(" "));
             }
         }
-        "REPORT" => match serde_json::to_string(&build_report(shared)) {
-            Ok(j) => format!("OK\n{j}\n"),
-            Err(e) => format!("ERR {e}\n"),
-        },
-        "" => "ERR empty command\n".to_string(),
-        other => format!(
-            "ERR unknown command {other:?}; verbs: BRIGHTNESS WARMTH BACKLIGHT RESOLUTION START STOP STATUS RESTART RECONNECT SHARPEN CONTRAST GAMMA PROFILE LATENCY HEALTH REPORT DEVICE\n"
+        info!(tuning = %s.tuning, "display profile changed");
+    }
+    let name = s.tuning.profile_name().unwrap_or("custom");
+    format!("OK profile={name} {}", s.tuning)
+}
+
+/// `HEALTH`: `OK`, then the original's keys, then framewire's own.
+fn health(shared: &Shared) -> String {
+    let r = build_report(shared);
+    let s = *lock(&shared.settings);
+    let (w, h) = *shared.resolution.borrow();
+    let label = Resolution {
+        width: w,
+        height: h,
+    }
+    .label();
+    let on_off = |b: bool| if b { "on" } else { "off" };
+    let frames = shared
+        .frames
+        .borrow()
+        .as_ref()
+        .map(|f| f.seq + 1)
+        .unwrap_or(0);
+    let mut out = String::from("OK");
+    for (k, v) in [
+        (
+            "status",
+            if s.running { "running" } else { "idle" }.to_string(),
         ),
+        ("resolution", label),
+        ("fps", format!("{:.1}", r.fps)),
+        ("clients", r.clients.to_string()),
+        ("total_frames", r.total_frames.to_string()),
+        ("skipped_frames", r.skipped_frames.to_string()),
+        (
+            "frame_size_kb",
+            format!("{:.0}", r.bytes_per_frame / 1024.0),
+        ),
+        ("bandwidth_mbps", format!("{:.2}", r.bandwidth_mbps)),
+        ("grey_ms", format!("{:.1}", r.grey.avg)),
+        ("compress_ms", format!("{:.1}", r.delta_compress.avg)),
+        ("jitter_ms", format!("{:.1}", r.jitter_ms)),
+        ("rtt_avg_ms", format!("{:.1}", r.rtt.avg)),
+        ("rtt_p95_ms", format!("{:.1}", r.rtt.p95)),
+        ("brightness", s.brightness.to_string()),
+        ("warmth", s.warmth.to_string()),
+        ("backlight", on_off(s.backlight_on).to_string()),
+        ("frames_published", frames.to_string()),
+        ("source", r.source.clone()),
+        ("pid", std::process::id().to_string()),
+    ] {
+        out.push_str(&format!("\n{k}={v}"));
+    }
+    out
+}
+
+/// framewire's `DEVICE <all|serial|location|peer> <COMMAND>`: a command to sensor devices.
+fn device(arg: Option<&str>, shared: &Shared) -> String {
+    let mut it = arg.unwrap_or("").split_whitespace();
+    let (Some(target), Some(cmd)) = (it.next(), it.next()) else {
+        return "ERR usage: DEVICE <all|serial|location|peer> <COMMAND>".to_string();
+    };
+    let cmd = cmd.to_ascii_uppercase();
+    if !crate::devices::valid_command(&cmd) {
+        return format!("ERR {cmd:?} is not a device command (A-Z, 0-9, _; at most 32)");
+    }
+    let sent = shared.devices.send(target, &cmd);
+    shared.counters.inc("device_commands");
+    match sent.matched {
+        0 => format!("ERR no connected device matches {target:?}"),
+        n if sent.full > 0 => format!(
+            "OK sent {cmd} to {} of {n} devices; {} are not reading their commands",
+            n - sent.full,
+            sent.full
+        ),
+        n => format!("OK sent {cmd} to {n} devices"),
     }
 }
 
@@ -263,87 +397,193 @@ mod tests {
         Shared::new(
             Settings {
                 brightness: 128,
+                saved_brightness: 128,
                 warmth: 128,
                 backlight_on: true,
                 running: true,
                 tuning: Default::default(),
             },
-            (800, 600),
+            (1024, 768),
             0,
         )
     }
 
+    /// Each (command, reply) in order, string for string, as the original host answers.
+    fn replies(s: &Shared, table: &[(&str, &str)]) {
+        for (cmd, want) in table {
+            assert_eq!(execute(cmd, s), format!("{want}\n"), "reply to {cmd:?}");
+        }
+    }
+
     #[test]
-    fn verbs_reply_in_the_reference_format() {
+    fn display_verbs_answer_in_the_original_format() {
         let s = shared();
         let mut rx = s.commands.subscribe();
-        assert_eq!(execute("brightness 200", &s), "OK brightness=200\n");
-        assert_eq!(rx.try_recv().unwrap(), ViewerCommand::Brightness(200));
-        assert_eq!(execute("BRIGHTNESS", &s), "OK brightness=200\n");
-        assert!(execute("BRIGHTNESS 300", &s).starts_with("ERR"));
-        assert_eq!(execute("backlight off", &s), "OK backlight=off\n");
-        assert_eq!(execute("resolution cozy", &s), "OK resolution=800x600\n");
-        assert!(execute("resolution 1x1", &s).starts_with("ERR"));
-        assert!(execute("bogus", &s).starts_with("ERR unknown command"));
+        replies(
+            &s,
+            &[
+                ("brightness 200", "OK 200"),
+                ("BRIGHTNESS", "OK 200"),
+                ("BRIGHTNESS 300", "OK 255"),
+                ("brightness -5", "OK 0"),
+                ("WARMTH 300", "OK 255"),
+                ("warmth 40", "OK 40"),
+                ("WARMTH", "OK 40"),
+                ("brightness 90", "OK 90"),
+                ("BACKLIGHT off", "OK off"),
+                ("BACKLIGHT", "OK off"),
+                ("BRIGHTNESS", "OK 0"),
+                ("backlight toggle", "OK on"),
+                ("BRIGHTNESS", "OK 90"),
+                ("BACKLIGHT on", "OK on"),
+            ],
+        );
+        assert!(execute("brightness high", &s).starts_with("ERR brightness must be a whole number"));
+        // What the viewers were told, in order: the backlight is brightness 0, then the saved
+        // brightness; the Daylight app ignores the backlight command itself.
+        let mut sent = Vec::new();
+        while let Ok(c) = rx.try_recv() {
+            sent.push(c);
+        }
+        use ViewerCommand::*;
+        assert_eq!(
+            sent,
+            [
+                Brightness(200),
+                Brightness(255),
+                Brightness(0),
+                Warmth(255),
+                Warmth(40),
+                Brightness(90),
+                Brightness(0),
+                Brightness(90)
+            ]
+        );
+    }
+
+    #[test]
+    fn resolution_and_running_verbs_answer_in_the_original_format() {
+        let s = shared();
+        replies(
+            &s,
+            &[
+                ("RESOLUTION", "OK comfortable"),
+                ("RESOLUTION comfortable", "OK comfortable (no change)"),
+                ("resolution sharp", "OK sharp (restarting)"),
+                ("RESOLUTION 1600x1200", "OK sharp (no change)"),
+                ("RESOLUTION portrait-comfortable", "OK portrait comfortable (restarting)"),
+                ("RESOLUTION", "OK portrait comfortable"),
+                ("RESOLUTION portrait cozy", "OK portrait cozy (restarting)"),
+                ("RESOLUTION 1000x700", "OK 1000x700 (restarting)"),
+                (
+                    "RESOLUTION huge",
+                    "ERR unknown resolution (valid: cozy, comfortable, balanced, sharp, portrait-cozy, portrait-comfortable, portrait-balanced, portrait-sharp, WxH)",
+                ),
+                ("STATUS", "OK running"),
+                ("START", "OK already running"),
+                ("RESTART", "OK restarting"),
+                ("RECONNECT", "OK reconnecting"),
+                ("STOP", "OK stopping"),
+                ("STATUS", "OK idle"),
+                ("STOP", "OK already idle"),
+                ("RESTART", "ERR not running"),
+                ("RECONNECT", "ERR not running"),
+                ("LATENCY", "ERR not running"),
+                ("RESOLUTION balanced", "OK balanced"),
+                ("START", "OK starting"),
+                ("STATUS", "OK running"),
+                ("bogus", &format!("ERR unknown command\nverbs={VERBS}")),
+            ],
+        );
+        assert_eq!(*s.resolution.borrow(), (1280, 960));
         let lat = execute("LATENCY", &s);
         assert!(lat.starts_with("OK\nfps="));
         assert!(lat.contains("\nskipped_frames=0\n"));
-        let st = execute("status", &s);
+        let health = execute("HEALTH", &s);
+        let keys: Vec<&str> = health
+            .lines()
+            .skip(1)
+            .map(|l| l.split('=').next().unwrap())
+            .collect();
+        assert_eq!(health.lines().next(), Some("OK"));
         for key in [
             "status",
             "resolution",
             "fps",
-            "bandwidth_mbps",
             "clients",
             "total_frames",
-            "jitter_ms",
-            "rtt_avg_ms",
-            "rtt_p95_ms",
-            "pid",
-            "updated",
+            "skipped_frames",
+            "brightness",
+            "warmth",
+            "backlight",
+            "frames_published",
         ] {
-            assert!(
-                st.contains(&format!("\n{key}=")),
-                "STATUS lacks {key}: {st}"
-            );
+            assert!(keys.contains(&key), "HEALTH lacks {key}: {health}");
         }
-        assert!(execute("HEALTH", &s).starts_with("ERR"));
+        assert!(health.contains("\nresolution=balanced\n"));
+        assert!(health.contains("\nframes_published=0\n"));
     }
 
     #[test]
-    fn tuning_verbs_change_the_live_settings() {
+    fn sharpen_and_contrast_take_the_original_ranges() {
         let s = shared();
-        // Each verb changes its own setting and reports all three.
-        for (cmd, reply) in [
-            ("sharpen", "sharpen=0.00 contrast=1.00 gamma=1.00"),
-            ("SHARPEN 0.5", "sharpen=0.50 contrast=1.00 gamma=1.00"),
-            ("contrast 1.25", "sharpen=0.50 contrast=1.25 gamma=1.00"),
-            ("gamma 2.2", "sharpen=0.50 contrast=1.25 gamma=2.20"),
-        ] {
-            assert_eq!(execute(cmd, &s), format!("OK {reply}\n"), "{cmd}");
-        }
+        replies(
+            &s,
+            &[
+                ("SHARPEN", "OK 0.0"),
+                ("SHARPEN 1.5", "OK 1.5"),
+                ("sharpen 3", "OK 3.0"),
+                (
+                    "SHARPEN 3.5",
+                    "ERR value must be 0.0-3.0 (0=none, 1=mild, 2=strong)",
+                ),
+                (
+                    "SHARPEN much",
+                    "ERR value must be 0.0-3.0 (0=none, 1=mild, 2=strong)",
+                ),
+                ("CONTRAST", "OK 1.0"),
+                ("CONTRAST 1.5", "OK 1.5"),
+                (
+                    "CONTRAST 0.5",
+                    "ERR value must be 1.0-2.0 (1.0=off, 1.5=moderate, 2.0=high)",
+                ),
+                ("SHARPEN", "OK 3.0"),
+                ("FONTSMOOTHING", "OK on"),
+                ("FONTSMOOTHING maybe", "ERR use on or off"),
+            ],
+        );
         assert_eq!(
             lock(&s.settings).tuning,
             Tuning {
-                sharpen: 50,
-                contrast: 125,
-                gamma: 220
+                sharpen: 300,
+                contrast: 150,
+                gamma: 100
             }
+        );
+    }
+
+    #[test]
+    fn framewire_tuning_verbs_change_the_live_settings() {
+        let s = shared();
+        replies(
+            &s,
+            &[
+                ("SHARPEN 0.5", "OK 0.5"),
+                ("contrast 1.25", "OK 1.2"),
+                ("gamma 2.2", "OK sharpen=0.50 contrast=1.25 gamma=2.20"),
+                (
+                    "profile",
+                    "OK profile=custom sharpen=0.50 contrast=1.25 gamma=2.20",
+                ),
+                (
+                    "PROFILE ink",
+                    "OK profile=ink sharpen=1.00 contrast=1.40 gamma=0.85",
+                ),
+            ],
         );
         // Out of range or not a number: refused, and nothing changes.
         assert!(execute("gamma 0", &s).starts_with("ERR gamma must be from 0.2 to 5"));
-        assert!(execute("contrast high", &s).starts_with("ERR contrast must be a number"));
-        assert_eq!(lock(&s.settings).tuning.gamma, 220);
-        assert_eq!(
-            execute("profile", &s),
-            "OK profile=custom sharpen=0.50 contrast=1.25 gamma=2.20\n"
-        );
-        assert_eq!(
-            execute("PROFILE ink", &s),
-            "OK profile=ink sharpen=1.00 contrast=1.40 gamma=0.85\n"
-        );
         assert!(execute("profile glossy", &s).contains("profiles: neutral crisp ink"));
         assert_eq!(lock(&s.settings).tuning, Tuning::profile("ink").unwrap());
-        assert!(execute("fontsmoothing", &s).starts_with("ERR"));
     }
 }

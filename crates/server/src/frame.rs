@@ -24,12 +24,15 @@ pub struct SourceFrame {
     pub keyframe: bool,
     /// The shared payload is a row delta (framewire v1 only).
     pub rows: bool,
-    /// The picture `delta_base` names, kept while the frame lives so a full-frame delta can be
-    /// made for viewers that only understand those (Daylight).
+    /// The picture `delta_base` names, kept while the frame lives so a full-frame LZ4 delta
+    /// can be made for viewers that only understand those (Daylight) when the shared payload
+    /// is not one (a row delta, or another codec).
     pub base: Option<Arc<Vec<u8>>>,
     full_delta_cache: OnceLock<Bytes>,
     /// A keyframe of this frame made on demand (new or recovering viewers), at most once.
     keyframe_cache: OnceLock<Bytes>,
+    /// The same in LZ4, for Daylight viewers when the configured codec is another.
+    lz4_keyframe_cache: OnceLock<Bytes>,
 }
 
 impl SourceFrame {
@@ -65,6 +68,7 @@ impl SourceFrame {
             base,
             full_delta_cache: OnceLock::new(),
             keyframe_cache: OnceLock::new(),
+            lz4_keyframe_cache: OnceLock::new(),
         }
     }
 
@@ -77,12 +81,13 @@ impl SourceFrame {
         }
     }
 
-    /// The full-frame XOR delta against `delta_base`: the shared payload itself unless that is a
-    /// row delta, in which case it is made on first use (only when a Daylight viewer needs it).
-    /// Returns the payload and whether this call made it.
-    pub fn full_delta_payload(&self) -> Option<(Bytes, bool)> {
+    /// The full-frame XOR delta against `delta_base` as one LZ4 block, the only form the
+    /// Daylight app decodes: the shared payload itself when it is exactly that, else made on
+    /// first use (only when a Daylight viewer needs it). Returns the payload and whether this
+    /// call made it.
+    pub fn lz4_full_delta(&self) -> Option<(Bytes, bool)> {
         let p = self.payload.as_ref()?;
-        if !self.rows {
+        if !self.rows && self.codec == BlockCodec::Lz4 {
             return Some((p.clone(), false));
         }
         let base = self.base.as_ref()?;
@@ -91,13 +96,23 @@ impl SourceFrame {
             fresh = true;
             let mut x = vec![0u8; self.grey.len()];
             framewire_codec::delta::xor_into(base, &self.grey, &mut x);
-            let mut out = Vec::new();
-            self.codec
-                .compress(&x, &mut out)
-                .expect("compressing a bounded in-memory frame");
-            Bytes::from(out)
+            compress(BlockCodec::Lz4, &x)
         });
         Some((d.clone(), fresh))
+    }
+
+    /// This frame as an LZ4 keyframe (Daylight), shared with the v1 keyframe when the
+    /// configured codec is LZ4. Returns the payload and whether this call compressed it.
+    pub fn lz4_keyframe(&self) -> (Bytes, bool) {
+        if self.codec == BlockCodec::Lz4 {
+            return self.keyframe_payload();
+        }
+        let mut fresh = false;
+        let p = self.lz4_keyframe_cache.get_or_init(|| {
+            fresh = true;
+            compress(BlockCodec::Lz4, &self.grey)
+        });
+        (p.clone(), fresh)
     }
 
     /// This frame as a keyframe payload, compressed on first use and shared afterwards.
@@ -111,13 +126,17 @@ impl SourceFrame {
         let mut fresh = false;
         let p = self.keyframe_cache.get_or_init(|| {
             fresh = true;
-            let mut out = Vec::new();
-            // Only inputs over 2 GiB make LZ4/zstd fail; frames are bounded far below that.
-            self.codec
-                .compress(&self.grey, &mut out)
-                .expect("compressing a bounded in-memory frame");
-            Bytes::from(out)
+            compress(self.codec, &self.grey)
         });
         (p.clone(), fresh)
     }
+}
+
+fn compress(codec: BlockCodec, data: &[u8]) -> Bytes {
+    let mut out = Vec::new();
+    // Only inputs over 2 GiB make LZ4/zstd fail; frames are bounded far below that.
+    codec
+        .compress(data, &mut out)
+        .expect("compressing a bounded in-memory frame");
+    Bytes::from(out)
 }

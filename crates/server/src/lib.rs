@@ -31,6 +31,7 @@ pub mod config;
 mod conn;
 pub mod control;
 pub mod devices;
+pub mod display;
 mod frame;
 pub mod http;
 pub mod input;
@@ -54,6 +55,7 @@ mod wire_daylight;
 mod wire_v1;
 
 pub use config::{Protocol, ServerConfig, SourceSpec};
+pub use display::DisplayHandle;
 pub use frame::SourceFrame;
 pub use server::{Server, ServerHandle};
 pub use state::{Settings, ViewerCommand};

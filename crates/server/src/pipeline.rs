@@ -11,7 +11,7 @@ use framewire_codec::checksum::checksum_of_rows;
 use framewire_codec::grey::PixelOrder;
 use framewire_codec::ingest::{ingest, Previous, Source, Tuned};
 use framewire_codec::tune::Tuner;
-use framewire_codec::{EncodedKind, HostEncoder};
+use framewire_codec::{BlockCodec, EncodedKind, HostEncoder};
 use tracing::{info, warn};
 
 use crate::clock::now_us;
@@ -248,7 +248,11 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             Ok((e, old)) => {
                 std::mem::swap(&mut hashes, &mut prev_hashes);
                 if let Some(old) = old {
-                    base = (e.kind == EncodedKind::RowDelta).then(|| old.clone());
+                    // Daylight viewers need a full-frame LZ4 delta: kept unless the shared
+                    // payload is already exactly that.
+                    let lz4_full = e.kind == EncodedKind::Delta && cfg.codec == BlockCodec::Lz4;
+                    let is_delta = matches!(e.kind, EncodedKind::Delta | EncodedKind::RowDelta);
+                    base = (is_delta && !lz4_full).then(|| old.clone());
                     pool.give(old);
                 }
                 e

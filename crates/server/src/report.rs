@@ -76,7 +76,7 @@ pub(crate) fn status_lines(shared: &Shared) -> Vec<(&'static str, String)> {
     vec![
         (
             "status",
-            if running { "running" } else { "stopped" }.to_string(),
+            if running { "running" } else { "idle" }.to_string(),
         ),
         ("resolution", r.resolution.clone()),
         ("fps", format!("{:.1}", r.fps)),

@@ -1,5 +1,5 @@
 //! The sensor line listener (default port 9001), compatible with EmberEye devices and their
-//! load-test tool: greets with `PERIODIC_ON`, reads lines (`framewire_proto::sensor_line`), and
+//! load-test tool: starts each device with `PERIOD_ON\n` (configurable), reads lines (`framewire_proto::sensor_line`), and
 //! publishes readings as `sensor/<location>` samples and thermal frames as
 //! `thermal/<location>` grids. The location is the packet's own, else the connection's
 //! `#locid`, else the peer's IP.
@@ -41,6 +41,7 @@ pub async fn serve(
     streams: Arc<Streams>,
     stats: Arc<SensorStats>,
     devices: Arc<Devices>,
+    start: Option<Arc<[u8]>>,
 ) {
     loop {
         let (sock, peer) = match l.accept().await {
@@ -53,11 +54,13 @@ pub async fn serve(
             }
         };
         let (streams, stats, devices) = (streams.clone(), stats.clone(), devices.clone());
+        let start = start.clone();
         tokio::spawn(async move {
             stats.connections.fetch_add(1, Ordering::Relaxed);
             stats.open.fetch_add(1, Ordering::Relaxed);
             let (id, commands) = devices.register(peer);
-            if let Err(e) = device(sock, peer, &streams, &stats, (id, &devices, commands)).await {
+            let reg = (id, &*devices, commands);
+            if let Err(e) = device(sock, peer, start.as_deref(), &streams, &stats, reg).await {
                 debug!(%peer, error = %e, "sensor connection ended");
             }
             devices.unregister(id);
@@ -129,12 +132,15 @@ type Registration<'a> = (u64, &'a Devices, mpsc::Receiver<String>);
 async fn device(
     mut sock: TcpStream,
     peer: SocketAddr,
+    start: Option<&[u8]>,
     streams: &Streams,
     stats: &SensorStats,
     (id, devices, mut commands): Registration<'_>,
 ) -> std::io::Result<()> {
     let _ = sock.set_nodelay(true);
-    sock.write_all(sensor_line::GREETING).await?;
+    if let Some(start) = start {
+        sock.write_all(start).await?;
+    }
     let (mut rd, mut wr) = sock.into_split();
     let mut dev = Device {
         peer,

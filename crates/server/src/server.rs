@@ -60,6 +60,7 @@ impl Server {
         }
         let settings = Settings {
             brightness: cfg.brightness,
+            saved_brightness: cfg.brightness.max(1),
             warmth: 128,
             backlight_on: true,
             running: true,
@@ -132,6 +133,9 @@ impl Server {
                 s.clone(),
                 Arc::new(crate::sensor::SensorStats::default()),
                 shared.devices.clone(),
+                cfg.sensor_start
+                    .as_ref()
+                    .map(|c| format!("{c}\n").into_bytes().into()),
             )));
         }
         let mut http_addr = None;
@@ -205,6 +209,17 @@ impl ServerHandle {
 
     pub fn send_command(&self, c: ViewerCommand) {
         let _ = self.shared.commands.send(c);
+    }
+
+    /// Every display command sent to viewers from now on (brightness, warmth), for those that
+    /// also reach the tablet another way (`--adb` writes warmth as a system setting).
+    pub fn subscribe_commands(&self) -> tokio::sync::broadcast::Receiver<ViewerCommand> {
+        self.shared.commands.subscribe()
+    }
+
+    /// The display settings, for a watcher of the tablet that outlives this borrow.
+    pub fn display_handle(&self) -> crate::display::DisplayHandle {
+        crate::display::DisplayHandle(self.shared.clone())
     }
 
     /// Resolves when `Ctrl-C`, SIGTERM or a shutdown request arrives.

@@ -28,19 +28,19 @@ pub struct Outgoing {
     /// The id the viewer will ACK (v1: source seq; Daylight: connection seq), if any.
     pub ack_id: Option<u64>,
     pub payload: Option<Bytes>,
+    /// The packet is a keyframe (also when a wire sends a delta as one).
+    pub keyframe: bool,
 }
 
 /// A protocol's encoding of the writer's decisions.
 pub trait Wire: Send + 'static {
+    /// Describes the stream (size); the viewer's picture starts again from a keyframe.
     fn stream_desc(&mut self, f: &SourceFrame, out: &mut BytesMut);
-    fn frame(
-        &mut self,
-        f: &SourceFrame,
-        keyframe: bool,
-        payload: &Bytes,
-        out: &mut BytesMut,
-    ) -> Outgoing;
-    /// The frame as a delta against `f.delta_base`, in the form this protocol carries.
+    /// The whole picture of `f`, and whether this call compressed it (rather than reusing a
+    /// payload another viewer's request had made).
+    fn keyframe(&mut self, f: &SourceFrame, out: &mut BytesMut) -> (Outgoing, bool);
+    /// The frame as a delta against `f.delta_base`, in the form this protocol carries. A wire
+    /// may send it as a keyframe instead (the viewer ends up holding `f` either way).
     fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;
     fn command(&mut self, c: ViewerCommand, out: &mut BytesMut);
@@ -129,21 +129,33 @@ pub async fn run_writer<W: Wire>(
             for c in initial.drain(..) {
                 wire.command(c, &mut buf);
             }
+            // A new size resets the viewer's picture (the Daylight app zeroes it).
+            lock(&viewer.flow).reset_reference();
         }
         let plan = lock(&viewer.flow).plan(&f.info());
         let out = match plan {
-            Plan::Nothing => continue,
+            Plan::Nothing if buf.is_empty() => continue,
+            Plan::Nothing => {
+                sock.write_all(&buf).await?;
+                continue;
+            }
             Plan::Unchanged => wire.unchanged(&f, &mut buf),
-            Plan::Delta => wire.delta(&f, &mut buf),
+            Plan::Delta => {
+                let out = wire.delta(&f, &mut buf);
+                if out.keyframe {
+                    shared.counters.inc("deltas_sent_as_keyframes");
+                }
+                out
+            }
             Plan::Keyframe { .. } => {
                 let t = now_us();
-                let (p, fresh) = f.keyframe_payload();
+                let (out, fresh) = wire.keyframe(&f, &mut buf);
                 if fresh {
                     lock(&shared.pipeline)
                         .keyframe_us
                         .push((now_us() - t) as f64);
                 }
-                wire.frame(&f, true, &p, &mut buf)
+                out
             }
         };
         let t0 = now_us();

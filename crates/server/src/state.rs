@@ -26,7 +26,10 @@ pub enum ViewerCommand {
 /// Live display settings, as the control socket reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
+    /// The brightness the viewers were last told (0: backlight off).
     pub brightness: u8,
+    /// The brightness `BACKLIGHT on` restores (never 0).
+    pub saved_brightness: u8,
     pub warmth: u8,
     pub backlight_on: bool,
     pub running: bool,

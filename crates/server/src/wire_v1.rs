@@ -47,6 +47,7 @@ fn frame_packet(
     Outgoing {
         ack_id: Some(f.seq),
         payload: Some(payload.clone()),
+        keyframe,
     }
 }
 
@@ -68,14 +69,9 @@ impl Wire for V1Wire {
         .encode(out);
     }
 
-    fn frame(
-        &mut self,
-        f: &SourceFrame,
-        keyframe: bool,
-        payload: &Bytes,
-        out: &mut BytesMut,
-    ) -> Outgoing {
-        frame_packet(f, keyframe, false, f.grey.len(), payload, out)
+    fn keyframe(&mut self, f: &SourceFrame, out: &mut BytesMut) -> (Outgoing, bool) {
+        let (p, fresh) = f.keyframe_payload();
+        (frame_packet(f, true, false, f.grey.len(), &p, out), fresh)
     }
 
     fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {
@@ -102,6 +98,7 @@ impl Wire for V1Wire {
         Outgoing {
             ack_id: Some(f.seq),
             payload: None,
+            keyframe: false,
         }
     }
 

@@ -36,12 +36,16 @@ fn thermal_hex(seed: u16) -> String {
         .collect()
 }
 
-/// Connects, checks the greeting, and sends `lines` in chunks of awkward sizes.
+/// What a real EmberEye device is started with (EmberEye's servers and a capture of a real
+/// device): `PERIOD_ON` and a newline.
+const START: &[u8] = b"PERIOD_ON\n";
+
+/// Connects, checks the start command, and sends `lines` in chunks of awkward sizes.
 async fn device(addr: SocketAddr, lines: Vec<String>, chunk: usize) {
     let mut s = TcpStream::connect(addr).await.unwrap();
-    let mut greet = [0u8; 11];
+    let mut greet = [0u8; START.len()];
     s.read_exact(&mut greet).await.unwrap();
-    assert_eq!(&greet, b"PERIODIC_ON");
+    assert_eq!(&greet, START);
     let bytes: Vec<u8> = lines
         .iter()
         .flat_map(|l| l.bytes().chain([b'\n']))
@@ -294,8 +298,9 @@ async fn control_socket_commands_reach_devices() {
     let mut dev = TcpStream::connect(server.sensor_addr.unwrap())
         .await
         .unwrap();
-    let mut greet = [0u8; 11];
+    let mut greet = [0u8; START.len()];
     dev.read_exact(&mut greet).await.unwrap();
+    assert_eq!(&greet, START);
     dev.write_all(b"#serialno:SIM1!\n#locid:kitchen!\n")
         .await
         .unwrap();
@@ -437,4 +442,170 @@ async fn metrics_are_served_and_promtool_accepts_them() {
         String::from_utf8_lossy(&out.stderr)
     );
     server.shutdown().await;
+}
+
+/// A byte stream shaped like a capture of a real device: CRLF endings, its serial number, a
+/// 3328-digit EEPROM dump, readings with a stray ':' in a key, floats only where a '.' is,
+/// thermal frames as 768 words, 3072 and 3336 hex digits, the location in the packet word or
+/// as a first field, and a blank line. Returns the bytes and the places worth cutting at.
+fn capture_like_stream() -> (Vec<u8>, Vec<usize>) {
+    let words: Vec<String> = (0..768u16).map(|i| format!("{:04x}", 0x1f00 + i)).collect();
+    let calibration: String = (0..66u16).map(|i| format!("{:04X}", 0xC000 + i)).collect();
+    let eeprom: String = (0..832u16).map(|i| format!("{:04X}", i * 3)).collect();
+    let lines = [
+        "#serialno:EE0042!".to_string(),
+        format!("#EEPROM1:{eeprom}!"),
+        "#locid:lab_2!".to_string(),
+        "#Sensor:ADC1=592,ADC2=894,ADC3:=905!".to_string(),
+        "".to_string(),
+        "#Sensor:ADC1=12.5,ADC2=7,T=21.25!".to_string(),
+        format!("#frame:{}!", thermal_hex(3)),
+        format!("#frameroom9:{}!", words.join(" ")),
+        format!("#frame:hall:{}{calibration}!", thermal_hex(5)),
+        "#Sensorcellar:ADC1=1!".to_string(),
+        "#Sensor:attic:ADC1=2,ADC2=3.0!".to_string(),
+    ];
+    let mut bytes = Vec::new();
+    let mut cuts = Vec::new();
+    for l in &lines {
+        let start = bytes.len();
+        bytes.extend_from_slice(l.as_bytes());
+        bytes.extend_from_slice(b"\r\n");
+        // Right after '#', inside the packet word, in the middle (a hex word, a key), between
+        // '!' and '\r', and between '\r' and '\n'.
+        cuts.extend([
+            start + 1,
+            start + 3,
+            start + l.len() / 2,
+            start + l.len(),
+            start + l.len() + 1,
+        ]);
+    }
+    cuts.retain(|&c| c > 0 && c < bytes.len());
+    cuts.sort_unstable();
+    cuts.dedup();
+    (bytes, cuts)
+}
+
+async fn next(sub: &framewire_server::streams::Subscription) -> Item {
+    match tokio::time::timeout(Duration::from_secs(10), sub.next()).await {
+        Ok(Delivery::Item(i)) => i,
+        other => panic!("expected an item, got {other:?}"),
+    }
+}
+
+/// Every line of a real-device-shaped stream, cut at awkward places, is accounted for: each
+/// reading with its type and stream, each frame in its stream, the EEPROM dump, nothing rejected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_device_stream_split_anywhere_is_fully_accounted_for() {
+    use framewire_proto::sensor_line::Value as V;
+    let server = server().await;
+    let streams = server.streams().unwrap().clone();
+    let samples = streams.subscribe(Filter::parse("sensor/"), 64);
+    let grids = streams.subscribe(Filter::parse("thermal/"), 64);
+    let (bytes, cuts) = capture_like_stream();
+    let mut s = TcpStream::connect(server.sensor_addr.unwrap())
+        .await
+        .unwrap();
+    s.set_nodelay(true).unwrap();
+    let mut greet = [0u8; START.len()];
+    s.read_exact(&mut greet).await.unwrap();
+    let mut at = 0;
+    for c in cuts.into_iter().chain([bytes.len()]) {
+        s.write_all(&bytes[at..c]).await.unwrap();
+        s.flush().await.unwrap();
+        at = c;
+    }
+    let want: [(&str, &[(&str, V)]); 4] = [
+        (
+            "sensor/lab_2",
+            &[
+                ("ADC1", V::Int(592)),
+                ("ADC2", V::Int(894)),
+                ("ADC3", V::Int(905)),
+            ],
+        ),
+        (
+            "sensor/lab_2",
+            &[
+                ("ADC1", V::Float(12.5)),
+                ("ADC2", V::Int(7)),
+                ("T", V::Float(21.25)),
+            ],
+        ),
+        ("sensor/cellar", &[("ADC1", V::Int(1))]),
+        (
+            "sensor/attic",
+            &[("ADC1", V::Int(2)), ("ADC2", V::Float(3.0))],
+        ),
+    ];
+    for (stream, readings) in want {
+        let Item::Sample(got) = next(&samples).await else {
+            panic!("not a sample")
+        };
+        assert_eq!(&*got.stream, stream);
+        assert_eq!(&*got.device, "EE0042", "the serial number names the device");
+        let r: Vec<(&str, V)> = got.readings.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(r, readings);
+    }
+    let mut frames = HashMap::new();
+    for _ in 0..3 {
+        let Item::Thermal(t) = next(&grids).await else {
+            panic!("not a grid")
+        };
+        frames.insert(t.stream.to_string(), t.values.clone());
+    }
+    let hex_values = |seed: u16| -> Vec<u16> {
+        (0..768u16)
+            .map(|i| i.wrapping_mul(7).wrapping_add(seed))
+            .collect()
+    };
+    assert_eq!(frames["thermal/lab_2"], hex_values(3));
+    assert_eq!(
+        frames["thermal/room9"],
+        (0..768u16).map(|i| 0x1f00 + i).collect::<Vec<_>>()
+    );
+    assert_eq!(frames["thermal/hall"], hex_values(5));
+    assert_eq!(server.counter("sensor_eeprom_packets"), 1);
+    assert_eq!(server.counter("sensor_samples_accepted"), 4);
+    assert_eq!(server.counter("sensor_thermal_accepted"), 3);
+    let rejected: Vec<_> = server
+        .counters()
+        .into_iter()
+        .filter(|(k, v)| k.starts_with("sensor_lines_rejected") && *v > 0)
+        .collect();
+    assert!(rejected.is_empty(), "lines rejected: {rejected:?}");
+    server.shutdown().await;
+}
+
+/// The start command is configurable: another one, or none at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_start_command_is_configurable() {
+    for (start, want) in [(Some("REQUEST1"), &b"REQUEST1\n"[..]), (None, &b""[..])] {
+        let server = Server::start(ServerConfig {
+            sensor_start: start.map(str::to_string),
+            ..sensor_config()
+        })
+        .await
+        .unwrap();
+        let streams = server.streams().unwrap().clone();
+        let sub = streams.subscribe(Filter::All, 4);
+        let mut s = TcpStream::connect(server.sensor_addr.unwrap())
+            .await
+            .unwrap();
+        s.write_all(b"#Sensor:ADC1=1!\n").await.unwrap();
+        // Once the line is through, the connection has been served from its start; hanging up
+        // ends it, and what the server wrote before is all there is.
+        tokio::time::timeout(Duration::from_secs(10), sub.next())
+            .await
+            .unwrap();
+        s.shutdown().await.unwrap();
+        let mut got = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut got))
+            .await
+            .unwrap()
+            .unwrap();
+        server.shutdown().await;
+        assert_eq!(got, want, "start command {start:?}");
+    }
 }
