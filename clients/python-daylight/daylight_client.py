@@ -86,14 +86,17 @@ class DaylightViewer:
             return seq, keyframe
 
     def checksum(self):
-        """The framewire v1 picture checksum (spec/PROTOCOL.md), to compare with --trace-frames:
-        xxh3-64 over the little-endian xxh3-64 of each row."""
-        w = self.width
-        rows = b"".join(
-            struct.pack("<Q", xxhash.xxh3_64_intdigest(self.picture[y * w:(y + 1) * w]))
-            for y in range(self.height)
-        )
-        return xxhash.xxh3_64_intdigest(rows)
+        return picture_checksum(self.picture, self.width, self.height)
+
+
+def picture_checksum(picture, width, height):
+    """The framewire v1 picture checksum (spec/PROTOCOL.md), to compare with --trace-frames:
+    xxh3-64 over the little-endian xxh3-64 of each row."""
+    rows = b"".join(
+        struct.pack("<Q", xxhash.xxh3_64_intdigest(picture[y * width:(y + 1) * width]))
+        for y in range(height)
+    )
+    return xxhash.xxh3_64_intdigest(rows)
 
 
 def main():

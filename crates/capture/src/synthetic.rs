@@ -99,8 +99,11 @@ pub struct SyntheticSource {
     width: u32,
     height: u32,
     /// Width the scene is drawn at: screens smaller than 16×16 are drawn at 16 per side and
-    /// cropped to their top-left corner, so every size down to 1×1 has a picture.
+    /// cropped to their middle (where the scene's windows are), so every size down to 1×1 has
+    /// a picture that moves.
     draw_width: u32,
+    /// Top-left corner of the crop in the drawn picture.
+    crop_at: (usize, usize),
     panels: Vec<Panel>,
     pixels: Vec<u32>,
     /// The top-left `width`×`height` of `pixels`, when the screen is smaller than it is drawn.
@@ -192,6 +195,7 @@ impl SyntheticSource {
             width,
             height,
             draw_width: w,
+            crop_at: (((w - width) / 2) as usize, ((h - height) / 2) as usize),
             panels,
             pixels,
             crop: crop.then(|| vec![0; (width * height) as usize]),
@@ -240,8 +244,10 @@ impl SyntheticSource {
             self.rendered = Some(index);
             if let Some(c) = &mut self.crop {
                 let (w, dw) = (self.width as usize, self.draw_width as usize);
+                let (x0, y0) = self.crop_at;
                 for (y, row) in c.chunks_exact_mut(w).enumerate() {
-                    row.copy_from_slice(&self.pixels[y * dw..y * dw + w]);
+                    let at = (y0 + y) * dw + x0;
+                    row.copy_from_slice(&self.pixels[at..at + w]);
                 }
             }
         }
@@ -462,9 +468,9 @@ mod tests {
         }
     }
 
-    /// Screens smaller than the scene's layout are its top-left corner, down to 1×1.
+    /// Screens smaller than the scene's layout are its middle, down to 1×1.
     #[test]
-    fn tiny_screens_are_the_corner_of_the_smallest_layout() {
+    fn tiny_screens_are_the_middle_of_the_smallest_layout() {
         for scene in Scene::ALL {
             for (w, h) in [(1u32, 1u32), (3, 2), (15, 16), (16, 5)] {
                 let mut full = SyntheticSource::new(scene, 16, 16);
@@ -473,8 +479,10 @@ mod tests {
                     let big = full.render(i).to_vec();
                     let small = s.render(i);
                     assert_eq!(small.len(), (w * h * 4) as usize);
+                    let (x0, y0) = ((16 - w as usize) / 2, (16 - h as usize) / 2);
                     for y in 0..h as usize {
-                        let want = &big[y * 64..y * 64 + w as usize * 4];
+                        let at = ((y0 + y) * 16 + x0) * 4;
+                        let want = &big[at..at + w as usize * 4];
                         let got = &small[y * w as usize * 4..(y + 1) * w as usize * 4];
                         assert_eq!(got, want, "{} {w}x{h} frame {i} row {y}", scene.name());
                     }

@@ -65,7 +65,8 @@ pub struct SourceArgs {
     /// Synthetic scene: idle, typing, scroll, video, mixed.
     #[arg(long, default_value = "mixed")]
     pub scene: String,
-    /// cozy (800x600), comfortable (1024x768), balanced (1280x960), sharp (1600x1200), or WxH.
+    /// cozy (800x600), comfortable (1024x768), balanced (1280x960), sharp (1600x1200), their
+    /// portrait orientations (portrait-cozy, …), or WxH (each side 1-4096).
     #[arg(long, default_value = "sharp")]
     pub resolution: String,
     /// Capture rate.
@@ -111,6 +112,8 @@ pub struct ServeArgs {
     /// Allow serving beyond loopback without a token.
     #[arg(long)]
     pub insecure: bool,
+    /// Block codec for framewire viewers. The Daylight listener always sends LZ4, the only
+    /// codec the Daylight app decodes.
     #[arg(long, value_enum, default_value = "lz4")]
     pub codec: CodecArg,
     /// Daylight viewers get a keyframe after N deltas, as they cannot verify pictures
@@ -149,17 +152,19 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_touch: bool,
     /// Set up `adb reverse` for the Daylight tablet (8888 and the touch port), and again
-    /// whenever it reconnects.
+    /// whenever it reconnects; read its brightness and warmth when it connects, and write
+    /// warmth changes with `adb shell settings put system screen_brightness_amber_rate`.
     #[arg(long)]
     pub adb: bool,
     /// Display profile: neutral, crisp or ink (sets sharpen, contrast and gamma together;
     /// the three options below override parts of it). Live: `framewire ctl profile ink`.
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
-    /// Sharpen (3×3 Laplacian) amount, 0 (off) to 2. Live: `framewire ctl sharpen 0.5`.
-    #[arg(long, value_name = "0-2")]
+    /// Sharpen (3×3 Laplacian) amount, 0 (off) to 3. Live: `framewire ctl sharpen 0.5`.
+    #[arg(long, value_name = "0-3")]
     pub sharpen: Option<String>,
-    /// Contrast around mid-grey, 0.25 to 4 (1 = unchanged). Live: `framewire ctl contrast 1.2`.
+    /// Contrast around mid-grey, 0.25 to 4 (1 = unchanged). Live: `framewire ctl contrast 1.2`
+    /// (1 to 2 there, as the Daylight host's control socket takes).
     #[arg(long, value_name = "0.25-4")]
     pub contrast: Option<String>,
     /// Gamma, 0.2 to 5 (1 = unchanged; above 1 lightens mid-greys). Live: `framewire ctl gamma 0.9`.

@@ -495,17 +495,34 @@ async fn control_socket_commands_reach_viewers_and_latency_is_measured() {
     let reply = framewire_server::control::request(&sock, "brightness 200")
         .await
         .unwrap();
-    assert_eq!(reply, "OK brightness=200\n");
+    assert_eq!(reply, "OK 200\n");
     wait_for("brightness at both viewers", 5.0, || {
         v.stats.lock().unwrap().brightness == Some(200)
             && dl.stats.lock().unwrap().brightness == Some(200)
+    })
+    .await;
+    // The backlight goes off as brightness 0 and on again as the brightness before.
+    let reply = framewire_server::control::request(&sock, "backlight off")
+        .await
+        .unwrap();
+    assert_eq!(reply, "OK off\n");
+    wait_for("backlight off at the tablet", 5.0, || {
+        dl.stats.lock().unwrap().brightness == Some(0)
+    })
+    .await;
+    let reply = framewire_server::control::request(&sock, "backlight on")
+        .await
+        .unwrap();
+    assert_eq!(reply, "OK on\n");
+    wait_for("backlight on at the tablet", 5.0, || {
+        dl.stats.lock().unwrap().brightness == Some(200)
     })
     .await;
     // A live resolution change: both kinds of viewer get the new size and a correct picture.
     let reply = framewire_server::control::request(&sock, "resolution 256x192")
         .await
         .unwrap();
-    assert_eq!(reply, "OK resolution=256x192\n");
+    assert_eq!(reply, "OK 256x192 (restarting)\n");
     wait_for("the new size at both viewers", 10.0, || {
         v.stats.lock().unwrap().width == 256 && dl.stats.lock().unwrap().width == 256
     })
