@@ -24,10 +24,20 @@ class Host:
         self.ctl = os.path.join(tmp, "ctl.sock")
 
     def sent_frames(self):
-        """(wire seq, checksum) of every frame sent to a Daylight viewer."""
+        """(wire seq, checksum) of every frame sent to a Daylight viewer so far."""
         with open(self.trace) as f:
             return {(int(p[2]), int(p[3], 16)) for p in (line.split() for line in f)
                     if p[0] == "daylight"}
+
+    def not_sent(self, pictures, timeout=5):
+        """The (seq, checksum) pairs among `pictures` that the host did not send. A frame's
+        trace line is written right after its send, so this waits (up to `timeout`) for them."""
+        deadline = time.time() + timeout
+        while True:
+            missing = [p for p in pictures if p not in self.sent_frames()]
+            if not missing or time.time() > deadline:
+                return missing
+            time.sleep(0.01)
 
     def control(self, line):
         s = socket.socket(socket.AF_UNIX)

@@ -6,11 +6,14 @@
 //!   keyframe / shared delta / unchanged for the next frame it is given.
 //! - [`InflightLimit`]: the adaptive in-flight limit (Daylight's formula by default).
 //! - [`ClockOffset`]: the offset between two peers' clocks from ping/pong exchanges.
+//! - [`PingSchedule`]: when to send those pings.
 
 mod clock_offset;
 mod limit;
+mod ping;
 mod viewer;
 
 pub use clock_offset::ClockOffset;
 pub use limit::InflightLimit;
+pub use ping::PingSchedule;
 pub use viewer::{AckOutcome, FrameInfo, Plan, ViewerFlow, ViewerFlowStats};

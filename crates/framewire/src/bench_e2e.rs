@@ -62,24 +62,11 @@ pub async fn run(a: BenchE2eArgs) -> anyhow::Result<()> {
     let mut failures = 0;
     for s in &all {
         let s = s.lock().unwrap_or_else(|e| e.into_inner());
-        for p in 1..=s.e2e_us.len() {
-            merged.push(
-                s.e2e_us
-                    .percentile(p as f64 * 100.0 / s.e2e_us.len() as f64)
-                    .unwrap_or(0.0),
-            );
-        }
+        merged.extend_from_slice(s.e2e_us.values());
         fps_min = fps_min.min(s.fps());
         failures += s.checksum_failures;
     }
-    merged.sort_by(|a, b| a.total_cmp(b));
-    let pct = |p: f64| {
-        merged
-            .get(((p / 100.0 * merged.len() as f64).ceil() as usize).saturating_sub(1))
-            .copied()
-            .unwrap_or(0.0)
-            / 1000.0
-    };
+    let mut pct = |p: f64| framewire_telemetry::stats::percentile(&mut merged, p) / 1000.0;
     let report = server.report();
     let r = Result {
         scene: scene.name().into(),

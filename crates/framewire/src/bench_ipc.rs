@@ -328,14 +328,13 @@ fn ping_pong(round_trips: u64, spin: u32) -> anyhow::Result<PingPong> {
     }
     let mine = syscalls() - before;
     let theirs = w.done()?.syscalls;
-    rtt.sort_by(|x, y| x.total_cmp(y));
-    let p = |q: f64| rtt[((q * rtt.len() as f64) as usize).min(rtt.len() - 1)];
+    let p50 = framewire_telemetry::stats::median(&mut rtt);
     Ok(PingPong {
         spin,
         round_trips,
-        rtt_us_p50: p(0.5),
-        rtt_us_p99: p(0.99),
-        one_way_us_p50: p(0.5) / 2.0,
+        rtt_us_p50: p50,
+        rtt_us_p99: framewire_telemetry::stats::percentile(&mut rtt, 99.0),
+        one_way_us_p50: p50 / 2.0,
         futex_syscalls_per_round_trip: (mine + theirs) as f64 / (round_trips + warm) as f64,
     })
 }

@@ -24,10 +24,7 @@ fn cpu_seconds() -> f64 {
     t(u.ru_utime) + t(u.ru_stime)
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
+use framewire_telemetry::stats::{median, percentile};
 
 pub async fn run(a: BenchX11Args) -> anyhow::Result<()> {
     let (_xvfb, display) = match &a.display {
@@ -58,14 +55,12 @@ pub async fn run(a: BenchX11Args) -> anyhow::Result<()> {
         std::hint::black_box(c.bgra[c.bgra.len() / 2]);
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    let mut t2 = times.clone();
-    t2.sort_by(|a, b| a.total_cmp(b));
     println!(
         "full-frame capture ({} runs): median {:.3} ms, p95 {:.3} ms, min {:.3} ms",
         times.len(),
         median(&mut times),
-        t2[t2.len() * 95 / 100],
-        t2[0]
+        percentile(&mut times, 95.0),
+        percentile(&mut times, 0.0)
     );
     drop(src);
 

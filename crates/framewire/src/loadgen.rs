@@ -64,13 +64,8 @@ impl Rng {
     }
 }
 
-fn pct(v: &mut [f64], p: f64) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((p / 100.0 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1]
-}
+use framewire_telemetry::process;
+use framewire_telemetry::stats::percentile as pct;
 
 fn frame_line(rng: &mut Rng) -> String {
     let mut s = String::with_capacity(3090);
@@ -302,22 +297,8 @@ async fn run_subscriber(
 
 /// CPU seconds and RSS (MB) of a process, from /proc.
 fn proc_usage(pid: u32) -> Option<(f64, f64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 (index 11 and 12 after the state).
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rss_kb: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some((ticks / hz, rss_kb / 1024.0))
+    let pid = pid.to_string();
+    Some((process::cpu_seconds(&pid)?, process::rss_mb(&pid)?))
 }
 
 /// The pid of the process listening on TCP `port` (found through /proc), if we may see it.
@@ -638,23 +619,5 @@ fn report(
 }
 
 fn start_secs_of_self() -> f64 {
-    // Process age from /proc/self/stat's start time (field 22) and the system uptime.
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-        return 0.0;
-    };
-    let start: f64 = rest
-        .split_whitespace()
-        .nth(19)
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0.0);
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    let up: f64 = std::fs::read_to_string("/proc/uptime")
-        .ok()
-        .and_then(|u| u.split_whitespace().next().and_then(|x| x.parse().ok()))
-        .unwrap_or(0.0);
-    up - start / hz
+    process::age_of_self().unwrap_or(0.0)
 }

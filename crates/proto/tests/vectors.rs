@@ -222,6 +222,10 @@ fn frame_vector_payload_is_a_real_lz4_block() {
     };
     assert_eq!(payload.len(), 18);
     assert_eq!(header.raw_len, 16);
+    // Decoded by liblz4 itself, not by anything of ours: the 16 literal bytes 0..15.
+    let raw = lz4::block::decompress(&payload, Some(header.raw_len as i32))
+        .expect("the vector's payload is a valid LZ4 block");
+    assert_eq!(raw, (0u8..16).collect::<Vec<_>>());
 }
 
 #[test]

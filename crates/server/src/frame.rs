@@ -24,15 +24,24 @@ pub struct SourceFrame {
     pub keyframe: bool,
     /// The shared payload is a row delta (framewire v1 only).
     pub rows: bool,
-    /// The picture `delta_base` names, kept while the frame lives so a full-frame LZ4 delta
-    /// can be made for viewers that only understand those (Daylight) when the shared payload
-    /// is not one (a row delta, or another codec).
+    /// The picture `delta_base` names, kept while the frame lives so a full-frame delta can be
+    /// made for viewers that take another form than the shared payload: Daylight viewers (LZ4
+    /// only, no row deltas) and viewers that did not declare the configured codec.
     pub base: Option<Arc<Vec<u8>>>,
-    full_delta_cache: OnceLock<Bytes>,
-    /// A keyframe of this frame made on demand (new or recovering viewers), at most once.
-    keyframe_cache: OnceLock<Bytes>,
-    /// The same in LZ4, for Daylight viewers when the configured codec is another.
-    lz4_keyframe_cache: OnceLock<Bytes>,
+    /// Full-frame XOR deltas made on demand, one per codec (see [`codec_slot`]).
+    full_deltas: [OnceLock<Bytes>; 3],
+    /// Keyframes of this frame made on demand (new or recovering viewers), at most once per
+    /// codec.
+    keyframes: [OnceLock<Bytes>; 3],
+}
+
+/// Where a codec's payloads are cached.
+fn codec_slot(c: BlockCodec) -> usize {
+    match c {
+        BlockCodec::Raw => 0,
+        BlockCodec::Lz4 => 1,
+        BlockCodec::Zstd(_) => 2,
+    }
 }
 
 impl SourceFrame {
@@ -66,9 +75,8 @@ impl SourceFrame {
             keyframe,
             rows,
             base,
-            full_delta_cache: OnceLock::new(),
-            keyframe_cache: OnceLock::new(),
-            lz4_keyframe_cache: OnceLock::new(),
+            full_deltas: Default::default(),
+            keyframes: Default::default(),
         }
     }
 
@@ -81,52 +89,53 @@ impl SourceFrame {
         }
     }
 
-    /// The full-frame XOR delta against `delta_base` as one LZ4 block, the only form the
-    /// Daylight app decodes: the shared payload itself when it is exactly that, else made on
-    /// first use (only when a Daylight viewer needs it). Returns the payload and whether this
-    /// call made it.
-    pub fn lz4_full_delta(&self) -> Option<(Bytes, bool)> {
+    /// Whether [`SourceFrame::keyframe`] in `codec` would have to compress (it is not the
+    /// shared payload and not made yet).
+    pub fn keyframe_pending(&self, codec: BlockCodec) -> bool {
+        !(self.keyframe && self.codec == codec && self.payload.is_some())
+            && self.keyframes[codec_slot(codec)].get().is_none()
+    }
+
+    /// Whether [`SourceFrame::full_delta`] in `codec` would have to make it.
+    pub fn full_delta_pending(&self, codec: BlockCodec) -> bool {
+        self.payload.is_some()
+            && (self.rows || self.codec != codec)
+            && self.base.is_some()
+            && self.full_deltas[codec_slot(codec)].get().is_none()
+    }
+
+    /// The full-frame XOR delta against `delta_base` in `codec`: the shared payload itself
+    /// when it is exactly that, else made on first use (only when a viewer needs it; Daylight
+    /// viewers take LZ4 only). Returns the payload and whether this call made it.
+    pub fn full_delta(&self, codec: BlockCodec) -> Option<(Bytes, bool)> {
         let p = self.payload.as_ref()?;
-        if !self.rows && self.codec == BlockCodec::Lz4 {
+        if !self.rows && self.codec == codec {
             return Some((p.clone(), false));
         }
         let base = self.base.as_ref()?;
         let mut fresh = false;
-        let d = self.full_delta_cache.get_or_init(|| {
+        let d = self.full_deltas[codec_slot(codec)].get_or_init(|| {
             fresh = true;
             let mut x = vec![0u8; self.grey.len()];
             framewire_codec::delta::xor_into(base, &self.grey, &mut x);
-            compress(BlockCodec::Lz4, &x)
+            compress(codec, &x)
         });
         Some((d.clone(), fresh))
     }
 
-    /// This frame as an LZ4 keyframe (Daylight), shared with the v1 keyframe when the
-    /// configured codec is LZ4. Returns the payload and whether this call compressed it.
-    pub fn lz4_keyframe(&self) -> (Bytes, bool) {
-        if self.codec == BlockCodec::Lz4 {
-            return self.keyframe_payload();
-        }
-        let mut fresh = false;
-        let p = self.lz4_keyframe_cache.get_or_init(|| {
-            fresh = true;
-            compress(BlockCodec::Lz4, &self.grey)
-        });
-        (p.clone(), fresh)
-    }
-
-    /// This frame as a keyframe payload, compressed on first use and shared afterwards.
-    /// Returns the payload and whether this call did the compression.
-    pub fn keyframe_payload(&self) -> (Bytes, bool) {
-        if self.keyframe {
+    /// This frame as a keyframe in `codec`: the shared payload when it is one, else compressed
+    /// on first use and shared afterwards. Returns the payload and whether this call did the
+    /// compression.
+    pub fn keyframe(&self, codec: BlockCodec) -> (Bytes, bool) {
+        if self.keyframe && self.codec == codec {
             if let Some(p) = &self.payload {
                 return (p.clone(), false);
             }
         }
         let mut fresh = false;
-        let p = self.keyframe_cache.get_or_init(|| {
+        let p = self.keyframes[codec_slot(codec)].get_or_init(|| {
             fresh = true;
-            compress(self.codec, &self.grey)
+            compress(codec, &self.grey)
         });
         (p.clone(), fresh)
     }

@@ -11,7 +11,7 @@ use framewire_codec::checksum::checksum_of_rows;
 use framewire_codec::grey::PixelOrder;
 use framewire_codec::ingest::{ingest, Previous, Source, Tuned};
 use framewire_codec::tune::Tuner;
-use framewire_codec::{BlockCodec, EncodedKind, HostEncoder};
+use framewire_codec::{EncodedKind, HostEncoder};
 use tracing::{info, warn};
 
 use crate::clock::now_us;
@@ -248,11 +248,11 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             Ok((e, old)) => {
                 std::mem::swap(&mut hashes, &mut prev_hashes);
                 if let Some(old) = old {
-                    // Daylight viewers need a full-frame LZ4 delta: kept unless the shared
-                    // payload is already exactly that.
-                    let lz4_full = e.kind == EncodedKind::Delta && cfg.codec == BlockCodec::Lz4;
+                    // Viewers that take another form of delta than the shared payload
+                    // (Daylight: full-frame LZ4; a viewer without the configured codec) have
+                    // theirs made from the base on demand.
                     let is_delta = matches!(e.kind, EncodedKind::Delta | EncodedKind::RowDelta);
-                    base = (is_delta && !lz4_full).then(|| old.clone());
+                    base = is_delta.then(|| old.clone());
                     pool.give(old);
                 }
                 e

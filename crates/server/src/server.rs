@@ -22,8 +22,9 @@ use crate::report::build_report;
 use crate::session::{run_daylight_reader, run_v1_reader, run_writer, SentLog, Trace, WriterCtx};
 use crate::state::{lock, Settings, Shared, ViewerCommand, ViewerShared};
 use crate::wire_daylight::DaylightWire;
-use crate::wire_v1::V1Wire;
+use crate::wire_v1::{codec_to_wire, V1Wire};
 use crate::{control, status_file};
+use framewire_session::{check_hello, negotiate, token_matches, HelloRules};
 
 pub struct Server;
 
@@ -314,9 +315,7 @@ fn unregister(ctx: &Ctx, v: &ViewerShared) {
     lock(&ctx.shared.viewers).remove(&v.id);
     let e2e = lock(&v.e2e_us).clone();
     let mut d = lock(&ctx.shared.departed_e2e_us);
-    for x in
-        (0..e2e.len()).filter_map(|i| e2e.percentile((i + 1) as f64 * 100.0 / e2e.len() as f64))
-    {
+    for &x in e2e.values() {
         d.push(x);
     }
     let s = lock(&v.flow).stats();
@@ -331,80 +330,6 @@ fn unregister(ctx: &Ctx, v: &ViewerShared) {
         bytes = v.bytes_sent.load(Ordering::Relaxed),
         "viewer left"
     );
-}
-
-/// Why a hello was refused: the counter suffix, the goodbye code and the reason sent.
-#[derive(Debug, PartialEq)]
-struct Refusal {
-    counter: &'static str,
-    code: u16,
-    reason: String,
-}
-
-/// The handshake rules, in the order a user would want to hear about them.
-fn check_hello(
-    version: u16,
-    role: Role,
-    token: &str,
-    stream: &str,
-    required: Option<&str>,
-    has_streams: bool,
-) -> Result<(), Refusal> {
-    let refuse = |counter, code, reason: String| {
-        Err(Refusal {
-            counter,
-            code,
-            reason,
-        })
-    };
-    if version != v1::VERSION {
-        return refuse(
-            "version",
-            goodbye::UNSUPPORTED_VERSION,
-            format!(
-                "protocol version {version} not supported; this server speaks {}",
-                v1::VERSION
-            ),
-        );
-    }
-    if required.is_some_and(|t| !token_matches(token, t)) {
-        return refuse(
-            "token",
-            goodbye::UNAUTHORIZED,
-            "wrong or missing token".into(),
-        );
-    }
-    if role == Role::Subscriber {
-        if !has_streams {
-            return refuse(
-                "stream",
-                goodbye::NO_SUCH_STREAM,
-                "this server has no named streams (start it with the sensor listener)".into(),
-            );
-        }
-        return Ok(());
-    }
-    if role != Role::Viewer {
-        return refuse(
-            "role",
-            goodbye::PROTOCOL_ERROR,
-            format!("role {role:?} is not served on this port"),
-        );
-    }
-    if !(stream.is_empty() || stream == "screen") {
-        return refuse(
-            "stream",
-            goodbye::NO_SUCH_STREAM,
-            format!("no stream named {stream:?}; this server has \"screen\""),
-        );
-    }
-    Ok(())
-}
-
-/// Constant-time comparison, so a token cannot be guessed byte by byte from response times.
-fn token_matches(given: &str, expected: &str) -> bool {
-    let (a, b) = (given.as_bytes(), expected.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 async fn goodbye_and_close<S: Conn>(sock: &mut S, code: u16, reason: String) -> anyhow::Result<()> {
@@ -444,14 +369,14 @@ pub(crate) async fn serve_v1<S: Conn>(
         }
     })
     .await;
-    let (version, role, token, stream) = match hello {
+    let (version, role, token, stream, viewer_caps) = match hello {
         Ok(Ok(Packet::Hello {
             version,
             role,
             token,
             stream,
-            ..
-        })) => (version, role, token, stream),
+            caps,
+        })) => (version, role, token, stream, caps),
         Ok(Ok(other)) => {
             shared.counters.inc("handshake_rejected.not_hello");
             let r = format!("expected hello, got {}", v1::kind_name(other.type_byte()));
@@ -489,7 +414,11 @@ pub(crate) async fn serve_v1<S: Conn>(
     } else {
         ctx.cfg.token.as_deref()
     };
-    if let Err(r) = check_hello(version, role, &token, &stream, required, has_streams) {
+    let rules = HelloRules {
+        token: required,
+        has_streams,
+    };
+    if let Err(r) = check_hello(version, role, &token, &stream, rules) {
         shared
             .counters
             .inc(&format!("handshake_rejected.{}", r.counter));
@@ -508,10 +437,16 @@ pub(crate) async fn serve_v1<S: Conn>(
         .await;
     }
     let viewer = register(ctx, Protocol::V1, peer, control);
+    // The viewer gets only what it declared: the configured codec, else LZ4, else raw.
+    let n = negotiate(codec_to_wire(ctx.cfg.codec), caps::ALL, viewer_caps);
+    if codec_to_wire(ctx.cfg.codec) != n.codec {
+        shared.counters.inc("codec_fallbacks");
+        info!(viewer = viewer.id, codec = ?n.codec, "viewer does not take the configured codec; it gets another");
+    }
     sock.write_all(
         &Packet::Welcome {
             version: v1::VERSION,
-            caps: caps::ALL,
+            caps: n.caps,
             session: viewer.id,
         }
         .to_bytes(),
@@ -520,7 +455,11 @@ pub(crate) async fn serve_v1<S: Conn>(
     let (rd, wr) = sock.halves();
     let (ctrl_tx, ctrl_rx) = mpsc::channel::<Bytes>(64);
     let sent: SentLog = Default::default();
-    let writer = run_writer(V1Wire, writer_ctx(ctx, &viewer, ctrl_rx, &sent, true), wr);
+    let writer = run_writer(
+        V1Wire::new(n),
+        writer_ctx(ctx, &viewer, ctrl_rx, &sent, true),
+        wr,
+    );
     let reader = run_v1_reader(shared.clone(), viewer.clone(), dec, rd, ctrl_tx, sent);
     run_session(ctx, &viewer, writer, reader).await
 }
@@ -595,49 +534,4 @@ fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
     sock.set_reuseaddr(true)?;
     sock.bind(addr)?;
     sock.listen(LISTEN_BACKLOG)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hello_rules() {
-        assert_eq!(check_hello(1, Role::Viewer, "", "", None, false), Ok(()));
-        assert_eq!(
-            check_hello(1, Role::Viewer, "t", "screen", Some("t"), false),
-            Ok(())
-        );
-        assert_eq!(
-            check_hello(2, Role::Viewer, "", "", None, false)
-                .unwrap_err()
-                .code,
-            goodbye::UNSUPPORTED_VERSION
-        );
-        assert_eq!(
-            check_hello(1, Role::Viewer, "x", "", Some("t"), false)
-                .unwrap_err()
-                .counter,
-            "token"
-        );
-        assert_eq!(
-            check_hello(1, Role::Publisher, "", "", None, false)
-                .unwrap_err()
-                .counter,
-            "role"
-        );
-        assert_eq!(
-            check_hello(1, Role::Viewer, "", "cam", None, false)
-                .unwrap_err()
-                .code,
-            goodbye::NO_SUCH_STREAM
-        );
-    }
-
-    #[test]
-    fn token_comparison() {
-        assert!(token_matches("abc", "abc"));
-        assert!(!token_matches("abd", "abc"));
-        assert!(!token_matches("", "abc"));
-    }
 }

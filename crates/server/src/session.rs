@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use framewire_flow::{AckOutcome, Plan};
+use framewire_codec::BlockCodec;
+use framewire_flow::{AckOutcome, PingSchedule, Plan};
 use framewire_proto::daylight::{ViewerDecoder, ViewerPacket};
 use framewire_proto::v1::{self, goodbye, AckStatus, Packet};
 use framewire_proto::ProtoError;
@@ -34,6 +35,9 @@ pub struct Outgoing {
 
 /// A protocol's encoding of the writer's decisions.
 pub trait Wire: Send + 'static {
+    /// CPU work (compression) that sending `plan` for `f` would do on the spot, if any: the
+    /// writer runs it on a blocking thread first, so the async workers only move bytes.
+    fn pending_work(&self, f: &Arc<SourceFrame>, plan: Plan) -> Option<Work>;
     /// Describes the stream (size); the viewer's picture starts again from a keyframe.
     fn stream_desc(&mut self, f: &SourceFrame, out: &mut BytesMut);
     /// The whole picture of `f`, and whether this call compressed it (rather than reusing a
@@ -44,6 +48,31 @@ pub trait Wire: Send + 'static {
     fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;
     fn command(&mut self, c: ViewerCommand, out: &mut BytesMut);
+}
+
+/// Compression to do before a send, on a blocking thread; returns the µs it took.
+pub type Work = Box<dyn FnOnce() -> u64 + Send>;
+
+/// The work of compressing `f` as a keyframe or a full-frame delta in `codec`, when that is
+/// not made yet.
+pub fn compress_work(f: &Arc<SourceFrame>, codec: BlockCodec, keyframe: bool) -> Option<Work> {
+    let pending = if keyframe {
+        f.keyframe_pending(codec)
+    } else {
+        f.full_delta_pending(codec)
+    };
+    let f = f.clone();
+    pending.then(|| -> Work {
+        Box::new(move || {
+            let t = now_us();
+            if keyframe {
+                f.keyframe(codec);
+            } else {
+                f.full_delta(codec);
+            }
+            now_us() - t
+        })
+    })
 }
 
 /// Frames sent and not yet acknowledged: ack id → capture time, for end-to-end latency.
@@ -81,20 +110,13 @@ pub async fn run_writer<W: Wire>(
     let mut buf = BytesMut::with_capacity(COALESCE_MAX * 2);
     let mut last_size = None;
     let mut initial = std::mem::take(&mut cx.initial);
-    let (mut ping_id, mut next_ping) = (0u32, 0u64);
+    let mut pings = PingSchedule::new();
     loop {
         let now = now_us();
-        if cx.ping && now >= next_ping {
+        if let Some(id) = cx.ping.then(|| pings.poll(now)).flatten() {
             buf.clear();
-            Packet::Ping {
-                id: ping_id,
-                sent_us: now,
-            }
-            .encode(&mut buf);
+            Packet::Ping { id, sent_us: now }.encode(&mut buf);
             sock.write_all(&buf).await?;
-            // Several quick pings first so the offset is known within the first frames.
-            next_ping = now + if ping_id < 5 { 20_000 } else { 1_000_000 };
-            ping_id = ping_id.wrapping_add(1);
         }
         let can = lock(&viewer.flow).can_send(now);
         let mut take = can && frames.has_changed().unwrap_or(false);
@@ -133,6 +155,14 @@ pub async fn run_writer<W: Wire>(
             lock(&viewer.flow).reset_reference();
         }
         let plan = lock(&viewer.flow).plan(&f.info());
+        if let Some(work) = wire.pending_work(&f, plan) {
+            let took = tokio::task::spawn_blocking(work)
+                .await
+                .map_err(io::Error::other)?;
+            if matches!(plan, Plan::Keyframe { .. }) {
+                lock(&shared.pipeline).keyframe_us.push(took as f64);
+            }
+        }
         let out = match plan {
             Plan::Nothing if buf.is_empty() => continue,
             Plan::Nothing => {
@@ -147,16 +177,7 @@ pub async fn run_writer<W: Wire>(
                 }
                 out
             }
-            Plan::Keyframe { .. } => {
-                let t = now_us();
-                let (out, fresh) = wire.keyframe(&f, &mut buf);
-                if fresh {
-                    lock(&shared.pipeline)
-                        .keyframe_us
-                        .push((now_us() - t) as f64);
-                }
-                out
-            }
+            Plan::Keyframe { .. } => wire.keyframe(&f, &mut buf).0,
         };
         let t0 = now_us();
         if let Some(id) = out.ack_id {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use bytes::BytesMut;
 use framewire_codec::{BlockCodec, Picture};
-use framewire_flow::ClockOffset;
+use framewire_flow::{ClockOffset, PingSchedule};
 use framewire_proto::daylight::{self, HostDecoder, HostPacket, ViewerPacket};
 use framewire_proto::v1::{self, caps, AckStatus, Packet, Role};
 use framewire_telemetry::SampleWindow;
@@ -30,6 +30,8 @@ pub struct ViewerOptions {
     pub max_frames: Option<u64>,
     /// While set, the viewer stops reading its socket (to test back-pressure).
     pub paused: Arc<AtomicBool>,
+    /// Capabilities declared in the Hello (v1); the host sends only what they allow.
+    pub caps: u32,
 }
 
 impl ViewerOptions {
@@ -40,6 +42,7 @@ impl ViewerOptions {
             token: None,
             max_frames: None,
             paused: Arc::new(AtomicBool::new(false)),
+            caps: caps::ALL,
         }
     }
 }
@@ -62,6 +65,8 @@ pub struct ViewerStats {
     pub last_seq: Option<u64>,
     pub brightness: Option<u8>,
     pub warmth: Option<u8>,
+    /// The codec of the last frame received.
+    pub codec: Option<&'static str>,
     #[serde(skip)]
     pub recv_us: SampleWindow,
     #[serde(skip)]
@@ -95,6 +100,7 @@ impl Default for ViewerStats {
             last_seq: None,
             brightness: None,
             warmth: None,
+            codec: None,
             recv_us: SampleWindow::new(300),
             decompress_us: SampleWindow::new(300),
             apply_us: SampleWindow::new(300),
@@ -241,7 +247,7 @@ async fn run_v1(
     let hello = Packet::Hello {
         version: v1::VERSION,
         role: Role::Viewer,
-        caps: caps::ALL,
+        caps: opts.caps,
         stream: "screen".into(),
         token: opts.token.clone().unwrap_or_default(),
     };
@@ -252,7 +258,8 @@ async fn run_v1(
     let mut offset = ClockOffset::new();
     let mut out = BytesMut::with_capacity(256);
     let mut rc = RecvClock(None);
-    let (mut welcomed, mut frames, mut ping_id, mut next_ping) = (false, 0u64, 0u32, 0u64);
+    let (mut welcomed, mut frames) = (false, 0u64);
+    let mut pings = PingSchedule::new();
     loop {
         while let Some(p) = dec
             .next_packet()
@@ -271,6 +278,7 @@ async fn run_v1(
                 }
                 Packet::Frame { header: h, payload } => {
                     let codec = codec_from_wire(h.codec);
+                    lock(&stats).codec = Some(codec.name());
                     let t0 = now_us();
                     let status;
                     let mut ok = None;
@@ -388,16 +396,11 @@ async fn run_v1(
                 ),
             }
         }
-        if welcomed && now_us() >= next_ping {
+        let now = now_us();
+        if let Some(id) = welcomed.then(|| pings.poll(now)).flatten() {
             out.clear();
-            Packet::Ping {
-                id: ping_id,
-                sent_us: now_us(),
-            }
-            .encode(&mut out);
+            Packet::Ping { id, sent_us: now }.encode(&mut out);
             sock.write_all(&out).await?;
-            next_ping = now_us() + if ping_id < 5 { 20_000 } else { 1_000_000 };
-            ping_id += 1;
         }
         wait_unpaused(&opts.paused).await;
         if sock.read_buf(dec.buffer_mut()).await? == 0 {

@@ -12,11 +12,15 @@
 //! - a resolution packet zeroes its picture, so a keyframe follows (the session resets the
 //!   viewer's reference).
 
+use std::sync::Arc;
+
 use bytes::{BufMut, Bytes, BytesMut};
+use framewire_codec::BlockCodec;
+use framewire_flow::Plan;
 use framewire_proto::daylight::{self, HostPacket};
 
 use crate::frame::SourceFrame;
-use crate::session::{Outgoing, Wire};
+use crate::session::{compress_work, Outgoing, Wire, Work};
 use crate::state::ViewerCommand;
 
 /// The app skips deltas with a smaller payload (it takes them for noise).
@@ -41,6 +45,14 @@ impl DaylightWire {
 }
 
 impl Wire for DaylightWire {
+    fn pending_work(&self, f: &Arc<SourceFrame>, plan: Plan) -> Option<Work> {
+        match plan {
+            Plan::Keyframe { .. } => compress_work(f, BlockCodec::Lz4, true),
+            Plan::Delta => compress_work(f, BlockCodec::Lz4, false),
+            _ => None,
+        }
+    }
+
     fn stream_desc(&mut self, f: &SourceFrame, out: &mut BytesMut) {
         let clamp = |v: u32| v.min(daylight::MAX_SIDE as u32) as u16;
         HostPacket::Resolution {
@@ -51,13 +63,13 @@ impl Wire for DaylightWire {
     }
 
     fn keyframe(&mut self, f: &SourceFrame, out: &mut BytesMut) -> (Outgoing, bool) {
-        let (p, fresh) = f.lz4_keyframe();
+        let (p, fresh) = f.keyframe(BlockCodec::Lz4);
         (self.frame(true, p, out), fresh)
     }
 
     fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {
         let (p, _) = f
-            .lz4_full_delta()
+            .full_delta(BlockCodec::Lz4)
             .expect("a frame with a delta base carries its delta");
         if p.len() < MIN_DELTA_PAYLOAD {
             return self.keyframe(f, out).0;
@@ -93,10 +105,6 @@ impl Wire for DaylightWire {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use framewire_codec::BlockCodec;
-
     use super::*;
 
     /// A frame whose shared payload is `codec`'s full-frame delta from `base` to `grey`.

@@ -4,8 +4,13 @@ use bytes::{BufMut, Bytes, BytesMut};
 use framewire_codec::BlockCodec;
 use framewire_proto::v1::{self, CommandCode, FrameHeader, Packet, PixelFormat};
 
+use std::sync::Arc;
+
+use framewire_flow::Plan;
+use framewire_session::Negotiated;
+
 use crate::frame::SourceFrame;
-use crate::session::{Outgoing, Wire};
+use crate::session::{compress_work, Outgoing, Wire, Work};
 use crate::state::ViewerCommand;
 
 pub fn codec_to_wire(c: BlockCodec) -> v1::Codec {
@@ -24,10 +29,31 @@ pub fn codec_from_wire(c: v1::Codec) -> BlockCodec {
     }
 }
 
-pub struct V1Wire;
+/// One viewer's v1 encoding, as negotiated from its Hello: the codec it declared (the shared
+/// payloads when that is the configured one, else full-frame deltas made for it), and whether
+/// it takes Unchanged packets.
+pub struct V1Wire {
+    pub codec: BlockCodec,
+    pub unchanged: bool,
+}
+
+impl V1Wire {
+    pub fn new(n: Negotiated) -> Self {
+        V1Wire {
+            codec: codec_from_wire(n.codec),
+            unchanged: n.unchanged,
+        }
+    }
+
+    /// The frame's shared payloads are in this viewer's codec.
+    fn shares(&self, f: &SourceFrame) -> bool {
+        codec_to_wire(f.codec) == codec_to_wire(self.codec)
+    }
+}
 
 fn frame_packet(
     f: &SourceFrame,
+    codec: BlockCodec,
     keyframe: bool,
     rows: bool,
     raw_len: usize,
@@ -39,7 +65,7 @@ fn frame_packet(
         capture_us: f.capture_us,
         keyframe,
         rows,
-        codec: codec_to_wire(f.codec),
+        codec: codec_to_wire(codec),
         checksum: f.checksum,
         raw_len: raw_len as u32,
     };
@@ -58,23 +84,38 @@ fn row_data_len(payload: &[u8], f: &SourceFrame) -> usize {
 }
 
 impl Wire for V1Wire {
+    fn pending_work(&self, f: &Arc<SourceFrame>, plan: Plan) -> Option<Work> {
+        match plan {
+            Plan::Keyframe { .. } => compress_work(f, self.codec, true),
+            Plan::Delta if !self.shares(f) => compress_work(f, self.codec, false),
+            _ => None,
+        }
+    }
+
     fn stream_desc(&mut self, f: &SourceFrame, out: &mut BytesMut) {
         Packet::StreamDesc {
             width: f.width,
             height: f.height,
             format: PixelFormat::Grey8,
-            codec: codec_to_wire(f.codec),
+            codec: codec_to_wire(self.codec),
             name: "screen".into(),
         }
         .encode(out);
     }
 
     fn keyframe(&mut self, f: &SourceFrame, out: &mut BytesMut) -> (Outgoing, bool) {
-        let (p, fresh) = f.keyframe_payload();
-        (frame_packet(f, true, false, f.grey.len(), &p, out), fresh)
+        let (p, fresh) = f.keyframe(self.codec);
+        let n = f.grey.len();
+        (frame_packet(f, self.codec, true, false, n, &p, out), fresh)
     }
 
     fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {
+        if !self.shares(f) {
+            let (p, _) = f
+                .full_delta(self.codec)
+                .expect("a frame with a delta base carries its delta");
+            return frame_packet(f, self.codec, false, false, f.grey.len(), &p, out);
+        }
         let p = f
             .payload
             .as_ref()
@@ -85,10 +126,18 @@ impl Wire for V1Wire {
         } else {
             f.grey.len()
         };
-        frame_packet(f, false, f.rows, raw_len, p, out)
+        frame_packet(f, self.codec, false, f.rows, raw_len, p, out)
     }
 
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {
+        if !self.unchanged {
+            // Its picture is already right; it has no packet to be told so.
+            return Outgoing {
+                ack_id: None,
+                payload: None,
+                keyframe: false,
+            };
+        }
         Packet::Unchanged {
             seq: f.seq,
             capture_us: f.capture_us,

@@ -69,11 +69,16 @@ impl TestViewer {
     /// Starts a viewer that records every frame; v1 viewers also compare each picture with
     /// the independently rendered source frame of the same number.
     fn start(addr: SocketAddr, proto: Protocol, scene: Scene, token: Option<&str>) -> TestViewer {
+        let mut opts = ViewerOptions::new(addr.to_string(), proto);
+        opts.token = token.map(str::to_string);
+        Self::start_with(opts, scene)
+    }
+
+    fn start_with(opts: ViewerOptions, scene: Scene) -> TestViewer {
+        let proto = opts.protocol;
         let stats = Arc::new(Mutex::new(ViewerStats::default()));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let mismatches = Arc::new(AtomicU64::new(0));
-        let mut opts = ViewerOptions::new(addr.to_string(), proto);
-        opts.token = token.map(str::to_string);
         let paused = opts.paused.clone();
         let (s, m) = (seen.clone(), mismatches.clone());
         let task = tokio::spawn(run_viewer(opts, stats.clone(), move |ev| {
@@ -566,6 +571,48 @@ async fn control_socket_commands_reach_viewers_and_latency_is_measured() {
     server.shutdown().await;
     let _ = std::fs::remove_file(&sock);
     let _ = std::fs::remove_file(&status);
+}
+
+/// Each viewer gets only the codec it declared: a zstd host sends zstd to a viewer that takes
+/// it, LZ4 to one that declared only LZ4 (the browser page), raw bytes to one with neither; and
+/// each verifies every picture.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn viewers_get_only_the_codec_they_declared() {
+    use framewire_proto::v1::caps;
+    let scene = Scene::Scroll;
+    let mut cfg = config(scene, 320, 240);
+    cfg.codec = framewire_codec::BlockCodec::Zstd(1);
+    cfg.daylight_addr = None;
+    let server = Server::start(cfg).await.unwrap();
+    let addr = server.v1_addr.unwrap().to_string();
+    let declared = [
+        (caps::ALL, "zstd"),
+        (caps::LZ4 | caps::UNCHANGED | caps::CHECKSUM_XXH3, "lz4"),
+        (caps::UNCHANGED | caps::CHECKSUM_XXH3, "raw"),
+    ];
+    let viewers: Vec<TestViewer> = declared
+        .iter()
+        .map(|&(c, _)| {
+            let mut o = ViewerOptions::new(addr.clone(), Protocol::V1);
+            o.caps = c;
+            TestViewer::start_with(o, scene)
+        })
+        .collect();
+    wait_for("frames at every viewer", 20.0, || {
+        viewers.iter().all(|v| v.frames() >= 90)
+    })
+    .await;
+    for (v, (c, codec)) in viewers.iter().zip(declared) {
+        let s = v.stats.lock().unwrap().clone();
+        assert_eq!(s.codec, Some(codec), "caps {c:#x}");
+        assert_eq!(s.checksum_failures + s.decode_errors, 0, "caps {c:#x}");
+        assert!(s.deltas > 30, "caps {c:#x}: deltas {}", s.deltas);
+        assert_eq!(v.mismatches.load(Ordering::Relaxed), 0, "caps {c:#x}");
+        assert!(v.seen().iter().all(|f| f.ok == Some(true)));
+        v.task.abort();
+    }
+    assert_eq!(server.counter("codec_fallbacks"), 2);
+    server.shutdown().await;
 }
 
 #[tokio::test]

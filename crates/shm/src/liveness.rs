@@ -33,16 +33,7 @@ pub fn me() -> Process {
 
 /// The start time of a live (not zombie) process, or `None`.
 pub fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may contain anything: parse after it.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next()?;
-    if state == "Z" || state == "X" {
-        return None;
-    }
-    // After the state (field 3), field 22 is the 19th.
-    fields.nth(18)?.parse().ok()
+    framewire_telemetry::process::start_ticks(&pid.to_string())
 }
 
 pub fn alive(p: Process) -> bool {

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::stats::Quantiles;
 use crate::SampleWindow;
 
 /// avg / p50 / p95 / p99 of one stage, in milliseconds.
@@ -15,14 +16,15 @@ pub struct StageSummary {
 }
 
 impl StageSummary {
-    /// Summarises a window of samples given in microseconds.
+    /// Summarises a window of samples given in microseconds (one pass, no sort).
     pub fn from_us(w: &SampleWindow) -> Self {
         let ms = |v: Option<f64>| v.unwrap_or(0.0) / 1000.0;
+        let q = Quantiles::of(w.values().iter().copied());
         StageSummary {
             avg: ms(w.avg()),
-            p50: ms(w.percentile(50.0)),
-            p95: ms(w.percentile(95.0)),
-            p99: ms(w.percentile(99.0)),
+            p50: ms(q.at(50.0)),
+            p95: ms(q.at(95.0)),
+            p99: ms(q.at(99.0)),
             samples: w.total(),
         }
     }

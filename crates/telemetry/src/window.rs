@@ -52,15 +52,15 @@ impl SampleWindow {
         (!self.buf.is_empty()).then(|| self.buf.iter().sum::<f64>() / self.buf.len() as f64)
     }
 
-    /// Nearest-rank percentile, `p` in 0..=100.
+    /// Nearest-rank percentile, `p` in 0..=100 (sorts a copy: for one value; several come
+    /// cheaper from [`crate::stats::Quantiles`] over [`SampleWindow::values`]).
     pub fn percentile(&self, p: f64) -> Option<f64> {
-        if self.buf.is_empty() {
-            return None;
-        }
-        let mut v = self.buf.clone();
-        v.sort_by(|a, b| a.total_cmp(b));
-        let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
-        Some(v[rank.clamp(1, v.len()) - 1])
+        (!self.buf.is_empty()).then(|| crate::stats::percentile(&mut self.buf.clone(), p))
+    }
+
+    /// The samples in the window, in no particular order.
+    pub fn values(&self) -> &[f64] {
+        &self.buf
     }
 
     pub fn max(&self) -> Option<f64> {

@@ -62,3 +62,26 @@ test("the page receives a scrolling desktop, verifies it, and draws exactly the 
     console.log(`browser viewer: ${JSON.stringify(report)}`);
   });
 });
+
+test("with --codec zstd the page, which declares only LZ4, gets LZ4 and shows a verified picture", { timeout: 120000 }, async () => {
+  await withServerAndBrowser(["--source", "synthetic", "--scene", "scroll", "--resolution", "640x480", "--codec", "zstd", "--no-daylight"], async (server, browser) => {
+    const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
+    const logs = [];
+    page.on("console", (m) => logs.push(m.text()));
+    page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
+    await page.goto(`${server.url}/?measure=1`);
+    const s = await until("120 frames drawn", async () => {
+      const st = await page.evaluate(() => window.framewire.stats());
+      return st.frames >= 120 ? st : null;
+    }, 60000).catch((e) => {
+      throw new Error(`${e.message}; page log: ${logs.join(" | ")}; server: ${server.stderr()}`);
+    });
+    assert.equal(s.checksumFailures, 0, "checksum failures");
+    assert.equal(s.decodeErrors, 0, "decode errors");
+    assert.ok(s.frames - s.keyframes > 60, `deltas applied (${s.frames} frames, ${s.keyframes} keyframes)`);
+    const shot = await page.evaluate(() => window.framewire.readback());
+    const grey = Uint8Array.from(shot.grey);
+    assert.equal(grey.length, 640 * 480);
+    assert.equal(await checksumOf(grey, 640), shot.checksum, "canvas pixels match the host's checksum");
+  });
+});
