@@ -137,6 +137,13 @@ impl ViewerFlow {
         (self.inflight.len() as u32) < self.current_limit()
     }
 
+    /// When the oldest frame in flight runs out of time for its ACK (µs), if any.
+    pub fn next_expiry(&self) -> Option<u64> {
+        self.inflight
+            .front()
+            .map(|&(_, sent)| sent + self.ack_timeout_us)
+    }
+
     /// The viewer asked for a keyframe (e.g. its checksum did not match).
     pub fn request_keyframe(&mut self) {
         self.keyframe_requested = true;

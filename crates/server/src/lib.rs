@@ -1,15 +1,13 @@
 //! The framewire runtime: tokio listeners for framewire v1 and Daylight-compatible viewers fed
 //! by one capture loop, the control socket and status file, and the headless viewer.
 //!
-//! The protocol logic lives in `framewire-proto` and `framewire-flow`; this crate owns the
-//! sockets, threads and clock.
+//! The protocol and session logic lives in `framewire-proto`, `framewire-flow` and
+//! `framewire-session`; this crate owns the sockets, threads and clock.
 //!
 //! | file | stage |
 //! |---|---|
 //! | `pipeline.rs` | capture → grey → delta/compress, on its own thread, newest frame published |
-//! | `frame.rs` | a captured frame as shared by every viewer (payloads encoded once) |
-//! | `session.rs` | one viewer connection: writer and reader tasks around a `ViewerFlow` |
-//! | `wire_v1.rs`, `wire_daylight.rs` | how a planned frame becomes bytes in each protocol |
+//! | `session.rs` | one viewer connection: one task driving its sans-IO `HostSession` (`framewire-session`) |
 //! | `server.rs` | listeners, bind safety, handshake, shutdown |
 //! | `control.rs`, `status_file.rs` | the Unix control socket (Daylight verbs) and status file |
 //! | `report.rs` | the latency report assembled from shared state |
@@ -32,7 +30,6 @@ mod conn;
 pub mod control;
 pub mod devices;
 pub mod display;
-mod frame;
 pub mod http;
 pub mod input;
 mod latency;
@@ -51,11 +48,9 @@ mod subscriber;
 pub mod viewer;
 mod web_assets;
 mod websocket;
-mod wire_daylight;
-mod wire_v1;
 
 pub use config::{Protocol, ServerConfig, SourceSpec};
 pub use display::DisplayHandle;
-pub use frame::SourceFrame;
+pub use framewire_session::SourceFrame;
 pub use server::{Server, ServerHandle};
 pub use state::{Settings, ViewerCommand};

@@ -16,9 +16,9 @@ use tracing::{info, warn};
 
 use crate::clock::now_us;
 use crate::config::{ServerConfig, SourceSpec};
-use crate::frame::SourceFrame;
 use crate::latency::observe_us;
 use crate::state::{lock, Shared};
+use framewire_session::SourceFrame;
 
 /// Opens the configured source; synthetic scenes continue from frame `index`.
 pub fn open_source(

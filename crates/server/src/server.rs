@@ -6,25 +6,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use bytes::Bytes;
-use framewire_flow::{ClockOffset, ViewerFlow};
 use framewire_proto::v1::{self, caps, goodbye, Packet, Role};
 use framewire_telemetry::{LatencyReport, SampleWindow};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Notify};
 use tracing::{debug, info, warn};
 
 use crate::clock::now_us;
 use crate::config::{Protocol, ServerConfig, SourceSpec};
 use crate::conn::Conn;
 use crate::report::build_report;
-use crate::session::{run_daylight_reader, run_v1_reader, run_writer, SentLog, Trace, WriterCtx};
+use crate::session::{drive, SessionCtx, Trace};
 use crate::state::{lock, Settings, Shared, ViewerCommand, ViewerShared};
-use crate::wire_daylight::DaylightWire;
-use crate::wire_v1::{codec_to_wire, V1Wire};
 use crate::{control, status_file};
-use framewire_session::{check_hello, negotiate, token_matches, HelloRules};
+use framewire_proto::daylight::ViewerDecoder;
+use framewire_session::{
+    check_hello, codec_to_wire, negotiate, token_matches, DaylightWire, HelloRules, HostConfig,
+    HostSession, V1Wire, ViewerReader, Wire,
+};
 
 pub struct Server;
 
@@ -287,28 +286,52 @@ async fn accept_loop(l: TcpListener, proto: Protocol, ctx: Arc<Ctx>) {
     }
 }
 
-fn register(ctx: &Ctx, proto: Protocol, peer: SocketAddr, control: bool) -> Arc<ViewerShared> {
+fn register(ctx: &Ctx, proto: Protocol, peer: SocketAddr) -> Arc<ViewerShared> {
     let v = Arc::new(ViewerShared {
         id: ctx.shared.new_viewer_id(),
         protocol: proto,
         peer,
-        flow: Mutex::new(
-            ViewerFlow::new(ctx.cfg.limit, ctx.cfg.ack_timeout_us).with_refresh(match proto {
-                // Daylight viewers cannot tell a wrong picture: refresh it now and then.
-                Protocol::Daylight => ctx.cfg.keyframe_interval,
-                // v1 viewers verify every frame's checksum and ask for a keyframe when needed.
-                Protocol::V1 => 0,
-            }),
-        ),
-        offset: Mutex::new(ClockOffset::new()),
+        flow: Default::default(),
         e2e_us: Mutex::new(SampleWindow::new(600)),
-        control,
         bytes_sent: Default::default(),
-        acked: Notify::new(),
     });
     lock(&ctx.shared.viewers).insert(v.id, v.clone());
     info!(viewer = v.id, protocol = proto.name(), %peer, "viewer connected");
     v
+}
+
+/// How the host treats a viewer of `proto`.
+fn host_config(ctx: &Ctx, proto: Protocol, control: bool) -> HostConfig {
+    let brightness = lock(&ctx.shared.settings).brightness;
+    HostConfig {
+        limit: ctx.cfg.limit,
+        ack_timeout_us: ctx.cfg.ack_timeout_us,
+        refresh_every: match proto {
+            // Daylight viewers cannot tell a wrong picture: refresh it now and then.
+            Protocol::Daylight => ctx.cfg.keyframe_interval,
+            // v1 viewers verify every frame's checksum and ask for a keyframe when needed.
+            Protocol::V1 => 0,
+        },
+        control,
+        initial: vec![ViewerCommand::Brightness(brightness)],
+    }
+}
+
+/// Drives a viewer's session on `sock` until it ends, then unregisters the viewer.
+async fn run_session<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
+    ctx: &Ctx,
+    viewer: Arc<ViewerShared>,
+    session: HostSession<W>,
+    sock: S,
+) -> anyhow::Result<()> {
+    let cx = SessionCtx {
+        shared: ctx.shared.clone(),
+        viewer: viewer.clone(),
+        trace: ctx.trace.clone(),
+    };
+    let r = drive(session, cx, sock).await;
+    unregister(ctx, &viewer);
+    r.map_err(Into::into)
 }
 
 fn unregister(ctx: &Ctx, v: &ViewerShared) {
@@ -318,7 +341,7 @@ fn unregister(ctx: &Ctx, v: &ViewerShared) {
     for &x in e2e.values() {
         d.push(x);
     }
-    let s = lock(&v.flow).stats();
+    let s = lock(&v.flow).stats;
     ctx.shared
         .counters
         .get("frames_skipped_departed")
@@ -436,7 +459,7 @@ pub(crate) async fn serve_v1<S: Conn>(
         )
         .await;
     }
-    let viewer = register(ctx, Protocol::V1, peer, control);
+    let viewer = register(ctx, Protocol::V1, peer);
     // The viewer gets only what it declared: the configured codec, else LZ4, else raw.
     let n = negotiate(codec_to_wire(ctx.cfg.codec), caps::ALL, viewer_caps);
     if codec_to_wire(ctx.cfg.codec) != n.codec {
@@ -452,71 +475,17 @@ pub(crate) async fn serve_v1<S: Conn>(
         .to_bytes(),
     )
     .await?;
-    let (rd, wr) = sock.halves();
-    let (ctrl_tx, ctrl_rx) = mpsc::channel::<Bytes>(64);
-    let sent: SentLog = Default::default();
-    let writer = run_writer(
-        V1Wire::new(n),
-        writer_ctx(ctx, &viewer, ctrl_rx, &sent, true),
-        wr,
-    );
-    let reader = run_v1_reader(shared.clone(), viewer.clone(), dec, rd, ctrl_tx, sent);
-    run_session(ctx, &viewer, writer, reader).await
-}
-
-fn writer_ctx(
-    ctx: &Ctx,
-    viewer: &Arc<ViewerShared>,
-    ctrl_rx: mpsc::Receiver<Bytes>,
-    sent: &SentLog,
-    ping: bool,
-) -> WriterCtx {
-    let brightness = lock(&ctx.shared.settings).brightness;
-    WriterCtx {
-        shared: ctx.shared.clone(),
-        viewer: viewer.clone(),
-        ctrl_rx,
-        sent: sent.clone(),
-        trace: ctx.trace.clone(),
-        ping,
-        initial: vec![ViewerCommand::Brightness(brightness)],
-    }
-}
-
-/// Runs a viewer's writer and reader until either ends, then unregisters the viewer.
-async fn run_session(
-    ctx: &Ctx,
-    viewer: &Arc<ViewerShared>,
-    writer: impl std::future::Future<Output = std::io::Result<()>>,
-    reader: impl std::future::Future<Output = std::io::Result<()>>,
-) -> anyhow::Result<()> {
-    tokio::pin!(writer, reader);
-    let r = tokio::select! {
-        r = &mut writer => r,
-        r = &mut reader => {
-            // The reader queued a goodbye (if any) and dropped its channel: let the writer
-            // deliver it and finish, briefly.
-            let _ = tokio::time::timeout(Duration::from_secs(1), &mut writer).await;
-            r
-        }
-    };
-    unregister(ctx, viewer);
-    r.map_err(Into::into)
+    let cfg = host_config(ctx, Protocol::V1, control);
+    let session = HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), cfg);
+    run_session(ctx, viewer, session, sock).await
 }
 
 async fn serve_daylight(sock: TcpStream, peer: SocketAddr, ctx: &Ctx) -> anyhow::Result<()> {
-    let viewer = register(ctx, Protocol::Daylight, peer, false);
-    let (rd, wr) = sock.into_split();
-    // Daylight has no control packets to the viewer besides commands; the channel only closes.
-    let (_ctrl_tx, ctrl_rx) = mpsc::channel::<Bytes>(1);
-    let sent: SentLog = Default::default();
-    let writer = run_writer(
-        DaylightWire::default(),
-        writer_ctx(ctx, &viewer, ctrl_rx, &sent, false),
-        wr,
-    );
-    let reader = run_daylight_reader(ctx.shared.clone(), viewer.clone(), rd, sent);
-    run_session(ctx, &viewer, writer, reader).await
+    let viewer = register(ctx, Protocol::Daylight, peer);
+    let reader = ViewerReader::Daylight(ViewerDecoder::new());
+    let cfg = host_config(ctx, Protocol::Daylight, false);
+    let session = HostSession::new(DaylightWire::default(), reader, cfg);
+    run_session(ctx, viewer, session, sock).await
 }
 
 /// Pending connections a listener holds before the kernel drops them. Tokio's default is 1024;

@@ -5,23 +5,13 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use framewire_flow::{ClockOffset, ViewerFlow};
+use framewire_flow::ViewerFlowStats;
+use framewire_session::SourceFrame;
+pub use framewire_session::ViewerCommand;
 use framewire_telemetry::{Counters, SampleWindow};
-use tokio::sync::{broadcast, watch, Notify};
+use tokio::sync::{broadcast, watch};
 
 use crate::config::Protocol;
-use crate::frame::SourceFrame;
-
-/// A display command sent to every viewer. A size change is not one: it reaches each viewer
-/// in order with its frames (stream description / Daylight resolution packet, then a
-/// keyframe), because a resolution packet overtaking a frame resets the viewer's picture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ViewerCommand {
-    Brightness(u8),
-    Warmth(u8),
-    /// 0 off, 1 on, 2 toggle.
-    Backlight(u8),
-}
 
 /// Live display settings, as the control socket reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,18 +41,22 @@ pub struct PipelineStats {
     pub bytes_total: u64,
 }
 
-/// Per-viewer state shared between its reader and writer tasks and the reports.
+/// The figures a viewer's session publishes for the reports (its task owns the session).
+#[derive(Debug, Clone, Default)]
+pub struct FlowFigures {
+    pub stats: ViewerFlowStats,
+    /// Recent round-trip times (µs).
+    pub rtt: SampleWindow,
+}
+
+/// What the reports see of one viewer; only its own task writes it.
 pub struct ViewerShared {
     pub id: u64,
     pub protocol: Protocol,
     pub peer: SocketAddr,
-    pub flow: Mutex<ViewerFlow>,
-    pub offset: Mutex<ClockOffset>,
+    pub flow: Mutex<FlowFigures>,
     pub e2e_us: Mutex<SampleWindow>,
-    /// Presented the control token: its Input packets are injected.
-    pub control: bool,
     pub bytes_sent: AtomicU64,
-    pub acked: Notify,
 }
 
 pub struct Shared {

@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 
 use crate::clock::now_us;
 use crate::config::Protocol;
-use crate::wire_v1::codec_from_wire;
+use framewire_session::codec_from_wire;
 
 #[derive(Debug, Clone)]
 pub struct ViewerOptions {

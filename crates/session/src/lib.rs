@@ -1,14 +1,29 @@
 //! framewire's session core, without I/O: what a host decides about one viewer, from what the
-//! viewer sent and nothing else: no sockets, threads, tokio or clock of its own (the shape of
-//! `quinn-proto`). The runtime (`framewire-server`) moves the bytes and applies the decisions.
+//! viewer sent and the time it is given, and nothing else: no sockets, threads, async runtime or clock
+//! of its own (the shape of `quinn-proto`). The runtime (`framewire-server`) moves the bytes,
+//! reads the clock and applies the decisions; tests drive whole conversations in memory.
 //!
-//! | file | decision |
+//! | file | what it decides |
 //! |---|---|
 //! | `handshake.rs` | whether a Hello is welcome, and if not the Goodbye that says why |
 //! | `negotiate.rs` | the codec and features a viewer gets, from the capabilities it declared |
+//! | `host.rs` | one viewer after its Hello: what to send for each frame, pings, ACKs, goodbye |
+//! | `frame.rs` | a captured frame as every viewer shares it (payloads made once per codec) |
+//! | `wire.rs` | the trait that turns a session's decisions into one protocol's bytes |
+//! | `wire_v1.rs`, `wire_daylight.rs` | framewire v1 and the Daylight app's wire format |
 
+pub mod frame;
 pub mod handshake;
+pub mod host;
 pub mod negotiate;
+pub mod wire;
+pub mod wire_daylight;
+pub mod wire_v1;
 
+pub use frame::SourceFrame;
 pub use handshake::{check_hello, token_matches, HelloRules, Refusal};
+pub use host::{Event, HostConfig, HostSession, Transmit, ViewerReader};
 pub use negotiate::{negotiate, Negotiated};
+pub use wire::{ViewerCommand, Wire, Work};
+pub use wire_daylight::DaylightWire;
+pub use wire_v1::{codec_from_wire, codec_to_wire, V1Wire};

@@ -20,8 +20,7 @@ use framewire_flow::Plan;
 use framewire_proto::daylight::{self, HostPacket};
 
 use crate::frame::SourceFrame;
-use crate::session::{compress_work, Outgoing, Wire, Work};
-use crate::state::ViewerCommand;
+use crate::wire::{compress_work, Outgoing, ViewerCommand, Wire, Work};
 
 /// The app skips deltas with a smaller payload (it takes them for noise).
 pub const MIN_DELTA_PAYLOAD: usize = 256;
@@ -78,11 +77,7 @@ impl Wire for DaylightWire {
     }
 
     fn unchanged(&mut self, _f: &SourceFrame, _out: &mut BytesMut) -> Outgoing {
-        Outgoing {
-            ack_id: None,
-            payload: None,
-            keyframe: false,
-        }
+        Outgoing::NOTHING
     }
 
     fn command(&mut self, c: ViewerCommand, out: &mut BytesMut) {

@@ -7,11 +7,10 @@ use framewire_proto::v1::{self, CommandCode, FrameHeader, Packet, PixelFormat};
 use std::sync::Arc;
 
 use framewire_flow::Plan;
-use framewire_session::Negotiated;
 
 use crate::frame::SourceFrame;
-use crate::session::{compress_work, Outgoing, Wire, Work};
-use crate::state::ViewerCommand;
+use crate::negotiate::Negotiated;
+use crate::wire::{compress_work, Outgoing, ViewerCommand, Wire, Work};
 
 pub fn codec_to_wire(c: BlockCodec) -> v1::Codec {
     match c {
@@ -132,11 +131,7 @@ impl Wire for V1Wire {
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {
         if !self.unchanged {
             // Its picture is already right; it has no packet to be told so.
-            return Outgoing {
-                ack_id: None,
-                payload: None,
-                keyframe: false,
-            };
+            return Outgoing::NOTHING;
         }
         Packet::Unchanged {
             seq: f.seq,

@@ -1,0 +1,399 @@
+//! One viewer as the host sees it, once its Hello is accepted: what to send it for each new
+//! frame (keyframe, shared delta, unchanged or nothing, from its in-flight window and the
+//! picture it holds), the pings for its clock offset, its ACKs (RTT, end-to-end latency,
+//! keyframe requests after a checksum mismatch), its input, and its goodbye.
+//!
+//! A deterministic state machine in the shape of `quinn-proto`'s `Connection`: the runtime
+//! feeds it bytes ([`HostSession::handle_bytes`]), new frames ([`HostSession::plan_frame`],
+//! [`HostSession::send_frame`]), commands and the time, and takes out what to write
+//! ([`HostSession::poll_transmit`]), what happened ([`HostSession::poll_event`]) and when to
+//! wake it next ([`HostSession::poll_timeout`]). No sockets, threads, async runtime or clock here: a
+//! test drives a whole conversation in memory with a fake clock.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use framewire_flow::{
+    AckOutcome, ClockOffset, InflightLimit, PingSchedule, Plan, ViewerFlow, ViewerFlowStats,
+};
+use framewire_proto::daylight::{ViewerDecoder, ViewerPacket};
+use framewire_proto::v1::{self, goodbye, AckStatus, InputKind, Packet};
+use framewire_proto::ProtoError;
+use framewire_telemetry::SampleWindow;
+
+use crate::frame::SourceFrame;
+use crate::wire::{ViewerCommand, Wire, Work};
+
+/// Frames remembered for end-to-end figures (ACK id → capture time); older ones are dropped.
+const SENT_LOG: usize = 256;
+/// Control packets (pongs, commands) that may wait to be written; beyond, pongs are dropped
+/// and counted (a viewer that pings faster than it reads).
+const CONTROL_QUEUE: usize = 64;
+
+/// How the host treats this viewer.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    pub limit: InflightLimit,
+    pub ack_timeout_us: u64,
+    /// A keyframe after this many deltas in a row (0 = never): for viewers that cannot verify
+    /// what they hold (Daylight).
+    pub refresh_every: u32,
+    /// The viewer presented the control token: its input is passed on.
+    pub control: bool,
+    /// Commands sent right after the first stream description (the Daylight connect order).
+    pub initial: Vec<ViewerCommand>,
+}
+
+/// What the viewer sends, in its protocol.
+pub enum ViewerReader {
+    /// framewire v1, with the bytes already read after its Hello.
+    V1(v1::Decoder),
+    Daylight(ViewerDecoder),
+}
+
+/// Bytes to write, in order: `head` then `payload` (kept apart so a large payload shared by
+/// every viewer is never copied).
+#[derive(Debug, Clone)]
+pub struct Transmit {
+    pub head: Bytes,
+    pub payload: Option<Bytes>,
+    /// It carries a frame (for the send-time figures).
+    pub frame: bool,
+}
+
+/// Something the runtime should know or count.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// An ACK measured this round trip (µs).
+    Rtt(u64),
+    /// Capture → applied at the viewer (µs, on the host's clock).
+    EndToEnd(u64),
+    /// A frame went out (for the frame trace): the id the viewer will ACK and the checksum of
+    /// the picture it will hold.
+    FrameSent { ack_id: u64, checksum: u64 },
+    /// Input from the viewer; `control` says whether it presented the control token.
+    Input {
+        kind: InputKind,
+        x: i32,
+        y: i32,
+        code: u32,
+        control: bool,
+    },
+    /// Count one of this (a stable counter name).
+    Count(&'static str),
+    /// A packet that breaks the protocol: the session says goodbye (v1) and ends.
+    Rejected(ProtoError),
+    /// The viewer said goodbye.
+    ViewerLeft { code: u16, reason: String },
+}
+
+pub struct HostSession<W: Wire> {
+    wire: W,
+    reader: ViewerReader,
+    flow: ViewerFlow,
+    offset: ClockOffset,
+    /// v1 only: pings for the clock offset.
+    pings: Option<PingSchedule>,
+    sent: VecDeque<(u64, u64)>,
+    last_size: Option<(u32, u32)>,
+    initial: Vec<ViewerCommand>,
+    control: bool,
+    /// Bytes to go ahead of the next frame (a stream description and its commands).
+    head: BytesMut,
+    transmits: VecDeque<Transmit>,
+    events: VecDeque<Event>,
+    done: bool,
+}
+
+impl<W: Wire> HostSession<W> {
+    /// A session for a viewer whose Hello was accepted. Bytes already in `reader` (sent right
+    /// behind the Hello) are read at the first [`HostSession::handle_bytes`]; call it with an
+    /// empty slice to read them at once.
+    pub fn new(wire: W, reader: ViewerReader, cfg: HostConfig) -> Self {
+        let pings = matches!(reader, ViewerReader::V1(_)).then(PingSchedule::new);
+        HostSession {
+            wire,
+            reader,
+            flow: ViewerFlow::new(cfg.limit, cfg.ack_timeout_us).with_refresh(cfg.refresh_every),
+            offset: ClockOffset::new(),
+            pings,
+            sent: VecDeque::with_capacity(SENT_LOG),
+            last_size: None,
+            initial: cfg.initial,
+            control: cfg.control,
+            head: BytesMut::new(),
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    /// The session has ended (goodbye, protocol error): write what is queued, then close.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The viewer's flow figures (frames planned, skipped, keyframes, ACK timeouts, …).
+    pub fn flow_stats(&self) -> ViewerFlowStats {
+        self.flow.stats()
+    }
+
+    /// Its recent round-trip times (µs).
+    pub fn rtt_window(&self) -> &SampleWindow {
+        self.flow.rtt_window()
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When to call [`HostSession::handle_timeout`] next (µs): the next ping, or the moment
+    /// the oldest frame in flight runs out of time for its ACK.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        let ping = self.pings.as_ref().map(PingSchedule::next_at);
+        match (ping, self.flow.next_expiry()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Time passes: pings fall due, ACKs time out.
+    pub fn handle_timeout(&mut self, now: u64) {
+        if let Some(id) = self.pings.as_mut().and_then(|p| p.poll(now)) {
+            self.control_packet(Packet::Ping { id, sent_us: now });
+        }
+        self.flow.can_send(now);
+    }
+
+    /// Whether a new frame may be sent now (the in-flight window has room).
+    pub fn can_send(&mut self, now: u64) -> bool {
+        !self.done && self.flow.can_send(now)
+    }
+
+    /// Decides what `f` becomes for this viewer, and returns compression to do (off the
+    /// async workers) before [`HostSession::send_frame`] sends it.
+    pub fn plan_frame(&mut self, f: &Arc<SourceFrame>) -> (Plan, Option<Work>) {
+        if self.last_size != Some((f.width, f.height)) {
+            self.wire.stream_desc(f, &mut self.head);
+            self.last_size = Some((f.width, f.height));
+            for c in std::mem::take(&mut self.initial) {
+                self.wire.command(c, &mut self.head);
+            }
+            // A new size resets the viewer's picture (the Daylight app zeroes it).
+            self.flow.reset_reference();
+        }
+        let plan = self.flow.plan(&f.info());
+        if plan == Plan::Nothing && !self.head.is_empty() {
+            let head = self.head.split().freeze();
+            self.transmits.push_back(Transmit {
+                head,
+                payload: None,
+                frame: false,
+            });
+        }
+        (plan, self.wire.pending_work(f, plan))
+    }
+
+    /// Sends `f` as planned.
+    pub fn send_frame(&mut self, now: u64, f: &SourceFrame, plan: Plan) {
+        let out = match plan {
+            Plan::Nothing => return,
+            Plan::Unchanged => self.wire.unchanged(f, &mut self.head),
+            Plan::Delta => {
+                let out = self.wire.delta(f, &mut self.head);
+                if out.keyframe {
+                    self.events
+                        .push_back(Event::Count("deltas_sent_as_keyframes"));
+                }
+                out
+            }
+            Plan::Keyframe { .. } => self.wire.keyframe(f, &mut self.head).0,
+        };
+        if let Some(id) = out.ack_id {
+            self.flow.on_sent(id, now);
+            if self.sent.len() >= SENT_LOG {
+                self.sent.pop_front();
+            }
+            self.sent.push_back((id, f.capture_us));
+            self.events.push_back(Event::FrameSent {
+                ack_id: id,
+                checksum: f.checksum,
+            });
+        }
+        if self.head.is_empty() && out.payload.is_none() {
+            return;
+        }
+        self.transmits.push_back(Transmit {
+            head: self.head.split().freeze(),
+            payload: out.payload,
+            frame: true,
+        });
+    }
+
+    /// A display command for the viewer.
+    pub fn command(&mut self, c: ViewerCommand) {
+        let mut b = BytesMut::new();
+        self.wire.command(c, &mut b);
+        if !b.is_empty() {
+            self.transmits.push_back(Transmit {
+                head: b.freeze(),
+                payload: None,
+                frame: false,
+            });
+        }
+    }
+
+    /// Bytes from the viewer.
+    pub fn handle_bytes(&mut self, now: u64, data: &[u8]) {
+        if self.done {
+            return;
+        }
+        match &mut self.reader {
+            ViewerReader::V1(d) => d.feed(data),
+            ViewerReader::Daylight(d) => d.feed(data),
+        }
+        while !self.done {
+            match &mut self.reader {
+                ViewerReader::V1(d) => match d.next_packet() {
+                    Ok(Some(p)) => self.on_v1_packet(now, p),
+                    Ok(None) => return,
+                    Err(e) => self.reject(e, None),
+                },
+                ViewerReader::Daylight(d) => match d.next_packet() {
+                    Ok(Some(ViewerPacket::Ack { seq })) => self.on_daylight_ack(now, seq),
+                    Ok(None) => return,
+                    Err(e) => self.reject(e, None),
+                },
+            }
+        }
+    }
+
+    fn on_v1_packet(&mut self, now: u64, p: Packet) {
+        match p {
+            Packet::Ack {
+                seq,
+                status,
+                applied_us,
+                ..
+            } => {
+                if self.ack(now, seq).is_some() {
+                    let local = self.offset.to_local(applied_us);
+                    if let (Some(cap), Some(applied)) = (self.capture_time(seq), local) {
+                        self.events
+                            .push_back(Event::EndToEnd(applied.saturating_sub(cap)));
+                    }
+                }
+                if status != AckStatus::Applied {
+                    self.events.push_back(Event::Count(match status {
+                        AckStatus::ChecksumMismatch => "viewer_checksum_mismatch",
+                        _ => "viewer_decode_errors",
+                    }));
+                    self.flow.request_keyframe();
+                }
+            }
+            Packet::KeyframeRequest { .. } => self.flow.request_keyframe(),
+            Packet::Input { kind, x, y, code } => self.events.push_back(Event::Input {
+                kind,
+                x,
+                y,
+                code,
+                control: self.control,
+            }),
+            Packet::Ping { id, sent_us } => {
+                if self.transmits.len() >= CONTROL_QUEUE {
+                    self.events.push_back(Event::Count("pongs_dropped"));
+                } else {
+                    self.control_packet(Packet::Pong {
+                        id,
+                        ping_sent_us: sent_us,
+                        reply_us: now,
+                    });
+                }
+            }
+            Packet::Pong {
+                ping_sent_us,
+                reply_us,
+                ..
+            } => {
+                self.offset.sample(ping_sent_us, reply_us, now);
+            }
+            Packet::Goodbye { code, reason } => {
+                self.events.push_back(Event::ViewerLeft { code, reason });
+                self.done = true;
+            }
+            other => {
+                let reason = format!(
+                    "unexpected {} packet from a viewer",
+                    v1::kind_name(other.type_byte())
+                );
+                let e = ProtoError::InvalidField {
+                    field: "packet",
+                    why: "not expected from a viewer",
+                };
+                self.reject(e, Some(reason));
+            }
+        }
+    }
+
+    fn on_daylight_ack(&mut self, now: u64, seq: u32) {
+        if let Some(rtt) = self.ack(now, seq as u64) {
+            // The Daylight ACK has no timestamps: the best estimate of capture → applied is the
+            // time to send plus half the round trip.
+            if let Some(cap) = self.capture_time(seq as u64) {
+                let sent_at = now - rtt;
+                self.events
+                    .push_back(Event::EndToEnd(sent_at.saturating_sub(cap) + rtt / 2));
+            }
+        }
+    }
+
+    /// Settles an ACK in the flow; its RTT if it was in flight.
+    fn ack(&mut self, now: u64, id: u64) -> Option<u64> {
+        match self.flow.on_ack(id, now) {
+            AckOutcome::Rtt(rtt) => {
+                self.events.push_back(Event::Rtt(rtt));
+                Some(rtt)
+            }
+            AckOutcome::Unknown => {
+                self.events.push_back(Event::Count("acks_unknown"));
+                None
+            }
+        }
+    }
+
+    /// The capture time of frame `id`; ACKs come in order, so earlier entries are settled.
+    fn capture_time(&mut self, id: u64) -> Option<u64> {
+        while let Some((i, c)) = self.sent.pop_front() {
+            if i == id {
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    fn control_packet(&mut self, p: Packet) {
+        self.transmits.push_back(Transmit {
+            head: p.to_bytes(),
+            payload: None,
+            frame: false,
+        });
+    }
+
+    /// Ends the session on a protocol error: v1 viewers are told why in a Goodbye.
+    fn reject(&mut self, e: ProtoError, reason: Option<String>) {
+        if let ViewerReader::V1(_) = self.reader {
+            let reason = reason.unwrap_or_else(|| e.to_string());
+            self.control_packet(Packet::Goodbye {
+                code: goodbye::PROTOCOL_ERROR,
+                reason,
+            });
+        }
+        self.events.push_back(Event::Rejected(e));
+        self.done = true;
+    }
+}

@@ -1,0 +1,530 @@
+//! Whole conversations between a `HostSession` and a viewer written here, in memory, with a
+//! fake clock: nothing sleeps, and every run is the same.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use framewire_codec::checksum::picture_checksum;
+use framewire_codec::{BlockCodec, Picture};
+use framewire_flow::{InflightLimit, Plan};
+use framewire_proto::daylight::{self, HostDecoder, HostPacket, ViewerPacket};
+use framewire_proto::v1::{self, caps, goodbye, AckStatus, Packet};
+use framewire_session::{
+    negotiate, DaylightWire, Event, HostConfig, HostSession, SourceFrame, Transmit, V1Wire,
+    ViewerCommand, ViewerReader, Wire,
+};
+
+const W: u32 = 64;
+const H: u32 = 48;
+
+/// A picture that changes with `n` in a band of rows (like typing).
+fn picture(n: u64) -> Vec<u8> {
+    let mut p: Vec<u8> = (0..W * H).map(|i| (i % 251) as u8).collect();
+    let band = (n as usize % 6) * 8;
+    for b in &mut p[band * W as usize..(band + 4) * W as usize] {
+        *b = b.wrapping_add(n as u8 * 17 + 1);
+    }
+    p
+}
+
+/// The host's frames: frame 0 a keyframe, then LZ4 full-frame deltas; `same` repeats the
+/// previous picture as an unchanged frame.
+struct Source {
+    seq: u64,
+    last: Option<(Arc<Vec<u8>>, u64)>,
+}
+
+impl Source {
+    fn new() -> Self {
+        Source { seq: 0, last: None }
+    }
+
+    fn frame(&mut self, now: u64, same: bool) -> Arc<SourceFrame> {
+        let seq = self.seq;
+        self.seq += 1;
+        let codec = BlockCodec::Lz4;
+        let grey = match (&self.last, same) {
+            (Some((g, _)), true) => g.clone(),
+            _ => Arc::new(picture(seq)),
+        };
+        let checksum = picture_checksum(&grey, W as usize);
+        let compress = |data: &[u8]| {
+            let mut out = Vec::new();
+            codec.compress(data, &mut out).unwrap();
+            Some(bytes::Bytes::from(out))
+        };
+        let f = match (&self.last, same) {
+            (Some((_, content)), true) => SourceFrame::new(
+                seq,
+                now,
+                W,
+                H,
+                grey.clone(),
+                checksum,
+                *content,
+                codec,
+                None,
+                None,
+                false,
+                false,
+                None,
+            ),
+            (Some((base, content)), false) => {
+                let mut x = vec![0u8; grey.len()];
+                framewire_codec::delta::xor_into(base, &grey, &mut x);
+                SourceFrame::new(
+                    seq,
+                    now,
+                    W,
+                    H,
+                    grey.clone(),
+                    checksum,
+                    seq,
+                    codec,
+                    compress(&x),
+                    Some(*content),
+                    false,
+                    false,
+                    Some(base.clone()),
+                )
+            }
+            (None, _) => SourceFrame::new(
+                seq,
+                now,
+                W,
+                H,
+                grey.clone(),
+                checksum,
+                seq,
+                codec,
+                compress(&grey),
+                None,
+                true,
+                false,
+                None,
+            ),
+        };
+        let content = if same {
+            self.last.as_ref().unwrap().1
+        } else {
+            seq
+        };
+        self.last = Some((grey, content));
+        Arc::new(f)
+    }
+}
+
+fn config() -> HostConfig {
+    HostConfig {
+        limit: InflightLimit::default(),
+        ack_timeout_us: 2_000_000,
+        refresh_every: 0,
+        control: false,
+        initial: vec![ViewerCommand::Brightness(128)],
+    }
+}
+
+fn v1_session() -> HostSession<V1Wire> {
+    let n = negotiate(v1::Codec::Lz4, caps::ALL, caps::ALL);
+    let dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
+    HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), config())
+}
+
+/// Offers a frame the way the runtime does (the work, if any, done at once).
+fn offer<W: Wire>(s: &mut HostSession<W>, now: u64, f: &Arc<SourceFrame>) -> Plan {
+    let (plan, work) = s.plan_frame(f);
+    if let Some(w) = work {
+        w();
+    }
+    s.send_frame(now, f, plan);
+    plan
+}
+
+fn drain<W: Wire>(s: &mut HostSession<W>) -> (Vec<u8>, Vec<Event>) {
+    let mut bytes = Vec::new();
+    while let Some(Transmit { head, payload, .. }) = s.poll_transmit() {
+        bytes.extend_from_slice(&head);
+        if let Some(p) = payload {
+            bytes.extend_from_slice(&p);
+        }
+    }
+    (bytes, std::iter::from_fn(|| s.poll_event()).collect())
+}
+
+/// A framewire v1 viewer: applies frames, verifies checksums, answers what it is told to.
+struct Viewer {
+    dec: v1::Decoder,
+    picture: Picture,
+    sum: Option<u64>,
+    /// (seq, keyframe, checksum verified) per frame packet.
+    frames: Vec<(u64, bool, bool)>,
+    unchanged: Vec<u64>,
+    pings: Vec<u32>,
+    goodbye: Option<(u16, String)>,
+    brightness: Option<u32>,
+}
+
+impl Viewer {
+    fn new() -> Self {
+        Viewer {
+            dec: v1::Decoder::new(v1::DEFAULT_MAX_FRAME_BODY),
+            picture: Picture::new(0, 0),
+            sum: None,
+            frames: Vec::new(),
+            unchanged: Vec::new(),
+            pings: Vec::new(),
+            goodbye: None,
+            brightness: None,
+        }
+    }
+
+    /// Reads the host's bytes; returns the ACKs for the frames in them (with `status` if
+    /// given, else what the checksum says).
+    fn receive(&mut self, bytes: &[u8], now: u64, status: Option<AckStatus>) -> Vec<u8> {
+        self.dec.feed(bytes);
+        let mut out = BytesMut::new();
+        while let Some(p) = self.dec.next_packet().unwrap() {
+            let (seq, good) = match p {
+                Packet::StreamDesc { width, height, .. } => {
+                    self.picture.resize(width, height);
+                    continue;
+                }
+                Packet::Frame { header: h, payload } => {
+                    let codec = framewire_session::codec_from_wire(h.codec);
+                    self.picture.decode(h.keyframe, codec, &payload).unwrap();
+                    self.picture.apply();
+                    let good = self.picture.checksum() == h.checksum;
+                    self.sum = good.then_some(h.checksum);
+                    self.frames.push((h.seq, h.keyframe, good));
+                    (h.seq, good)
+                }
+                Packet::Unchanged { seq, checksum, .. } => {
+                    self.unchanged.push(seq);
+                    (seq, self.sum == Some(checksum))
+                }
+                Packet::Ping { id, .. } => {
+                    self.pings.push(id);
+                    continue;
+                }
+                Packet::Command { a, .. } => {
+                    self.brightness = Some(a);
+                    continue;
+                }
+                Packet::Goodbye { code, reason } => {
+                    self.goodbye = Some((code, reason));
+                    continue;
+                }
+                other => panic!("unexpected {other:?}"),
+            };
+            let status = status.unwrap_or(if good {
+                AckStatus::Applied
+            } else {
+                AckStatus::ChecksumMismatch
+            });
+            Packet::Ack {
+                seq,
+                status,
+                recv_us: now,
+                decoded_us: now,
+                applied_us: now,
+            }
+            .encode(&mut out);
+        }
+        out.to_vec()
+    }
+}
+
+#[test]
+fn keyframe_then_deltas_then_unchanged_every_picture_verified() {
+    let (mut host, mut viewer, mut src) = (v1_session(), Viewer::new(), Source::new());
+    let mut now = 1_000;
+    let mut rtts = Vec::new();
+    for i in 0..20u64 {
+        assert!(host.can_send(now));
+        let f = src.frame(now, i % 5 == 4);
+        let plan = offer(&mut host, now, &f);
+        let (bytes, _) = drain(&mut host);
+        now += 700; // the viewer takes 0.7 ms to receive, apply and ACK
+        let acks = viewer.receive(&bytes, now, None);
+        host.handle_bytes(now, &acks);
+        let (_, events) = drain(&mut host);
+        rtts.extend(events.iter().filter_map(|e| match e {
+            Event::Rtt(r) => Some(*r),
+            _ => None,
+        }));
+        let want = match i {
+            0 => Plan::Keyframe { forced: false },
+            i if i % 5 == 4 => Plan::Unchanged,
+            _ => Plan::Delta,
+        };
+        assert_eq!(plan, want, "frame {i}");
+        now += 16_000;
+    }
+    assert_eq!(
+        viewer.brightness,
+        Some(128),
+        "the initial command follows the stream description"
+    );
+    assert_eq!(viewer.frames.len(), 16);
+    assert!(
+        viewer.frames.iter().all(|&(_, _, good)| good),
+        "{:?}",
+        viewer.frames
+    );
+    assert_eq!(
+        viewer.frames.iter().filter(|f| f.1).count(),
+        1,
+        "one keyframe"
+    );
+    assert_eq!(viewer.unchanged, [4, 9, 14, 19]);
+    assert_eq!(rtts, vec![700; 20], "every ACK measured on the fake clock");
+    assert_eq!(host.flow_stats().acks, 20);
+}
+
+#[test]
+fn a_viewer_that_stops_acking_is_timed_out_not_waited_for() {
+    let (mut host, mut src) = (v1_session(), Source::new());
+    let mut now = 0;
+    let mut sent = 0;
+    while host.can_send(now) {
+        offer(&mut host, now, &src.frame(now, false));
+        sent += 1;
+        now += 1_000;
+    }
+    // No ACK comes: the window stays full until the oldest frame's ACK time runs out, and the
+    // session says when that is (pings due before it wake it too).
+    assert!(sent >= 2);
+    let mut t = now;
+    while !host.can_send(t) {
+        t = host.poll_timeout().unwrap();
+        host.handle_timeout(t);
+    }
+    assert_eq!(
+        t, 2_000_000,
+        "the first frame was sent at 0 with a 2 s ACK timeout"
+    );
+    assert_eq!(host.flow_stats().ack_timeouts, 1);
+}
+
+#[test]
+fn a_checksum_mismatch_brings_a_forced_keyframe() {
+    let (mut host, mut viewer, mut src) = (v1_session(), Viewer::new(), Source::new());
+    let mut now = 0;
+    for i in 0..4u64 {
+        let f = src.frame(now, false);
+        let plan = offer(&mut host, now, &f);
+        let (bytes, _) = drain(&mut host);
+        // The viewer reports frame 2 as not matching its checksum.
+        let status = (i == 2).then_some(AckStatus::ChecksumMismatch);
+        let acks = viewer.receive(&bytes, now + 500, status);
+        host.handle_bytes(now + 500, &acks);
+        let (_, events) = drain(&mut host);
+        if i == 2 {
+            assert!(events.contains(&Event::Count("viewer_checksum_mismatch")));
+        }
+        if i == 3 {
+            assert_eq!(plan, Plan::Keyframe { forced: true });
+        }
+        now += 16_000;
+    }
+    assert_eq!(host.flow_stats().keyframe_requests, 1);
+}
+
+#[test]
+fn a_slow_viewer_skips_frames_then_resyncs_exactly() {
+    let (mut host, mut viewer, mut src) = (v1_session(), Viewer::new(), Source::new());
+    let mut now = 0;
+    let mut pending = Vec::new();
+    // Frames keep coming every 16 ms; the viewer reads but its ACKs are held back, so the host
+    // offers only what its window allows (the runtime's rule) and skips the rest.
+    for _ in 0..30 {
+        let f = src.frame(now, false);
+        if host.can_send(now) {
+            offer(&mut host, now, &f);
+            let (bytes, _) = drain(&mut host);
+            pending.extend(viewer.receive(&bytes, now, None));
+        }
+        now += 16_000;
+    }
+    // The ACKs arrive late; then frames flow again.
+    host.handle_bytes(now, &pending);
+    for _ in 0..5 {
+        let f = src.frame(now, false);
+        assert!(host.can_send(now));
+        offer(&mut host, now, &f);
+        let (bytes, _) = drain(&mut host);
+        let acks = viewer.receive(&bytes, now + 300, None);
+        host.handle_bytes(now + 300, &acks);
+        now += 16_000;
+    }
+    let s = host.flow_stats();
+    assert!(s.skipped > 20, "skipped {}", s.skipped);
+    assert_eq!(s.forced_keyframes, 1, "one keyframe to resync: {s:?}");
+    assert!(
+        viewer.frames.iter().all(|&(_, _, good)| good),
+        "{:?}",
+        viewer.frames
+    );
+    let last = viewer.frames.last().unwrap().0;
+    assert_eq!(last, src.seq - 1, "the viewer ends on the newest frame");
+}
+
+#[test]
+fn goodbye_reasons() {
+    // The viewer leaves.
+    let mut host = v1_session();
+    let bye = Packet::Goodbye {
+        code: goodbye::NORMAL,
+        reason: "closing the window".into(),
+    };
+    host.handle_bytes(0, &bye.to_bytes());
+    let (bytes, events) = drain(&mut host);
+    assert!(bytes.is_empty() && host.is_done());
+    assert_eq!(
+        events,
+        [Event::ViewerLeft {
+            code: goodbye::NORMAL,
+            reason: "closing the window".into()
+        }]
+    );
+    // A packet a viewer must not send: goodbye with the reason, and the session ends.
+    let mut host = v1_session();
+    let welcome = Packet::Welcome {
+        version: 1,
+        caps: 0,
+        session: 9,
+    };
+    host.handle_bytes(0, &welcome.to_bytes());
+    let (bytes, events) = drain(&mut host);
+    let mut v = Viewer::new();
+    v.receive(&bytes, 0, None);
+    assert_eq!(
+        v.goodbye,
+        Some((
+            goodbye::PROTOCOL_ERROR,
+            "unexpected welcome packet from a viewer".into()
+        ))
+    );
+    assert!(matches!(events[..], [Event::Rejected(_)]) && host.is_done());
+    // Garbage: the decoder's reason.
+    let mut host = v1_session();
+    host.handle_bytes(0, &[0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07]);
+    let (bytes, _) = drain(&mut host);
+    let mut v = Viewer::new();
+    v.receive(&bytes, 0, None);
+    let (code, reason) = v.goodbye.unwrap();
+    assert_eq!(code, goodbye::PROTOCOL_ERROR);
+    assert!(reason.contains("magic"), "{reason}");
+    // After the end nothing more is read.
+    host.handle_bytes(1, &bye.to_bytes());
+    assert!(drain(&mut host).1.is_empty());
+}
+
+#[test]
+fn pings_follow_their_schedule_and_pings_are_answered() {
+    let mut host = v1_session();
+    let mut viewer = Viewer::new();
+    let mut t = 0;
+    for _ in 0..8 {
+        host.handle_timeout(t);
+        t = host.poll_timeout().unwrap();
+    }
+    let (bytes, _) = drain(&mut host);
+    viewer.receive(&bytes, 0, None);
+    assert_eq!(viewer.pings, (0..8).collect::<Vec<_>>());
+    assert_eq!(
+        t,
+        100_000 + 3 * 1_000_000,
+        "five quick pings, then one a second"
+    );
+    host.handle_bytes(5, &Packet::Ping { id: 77, sent_us: 3 }.to_bytes());
+    let mut d = v1::Decoder::new(v1::MAX_CONTROL_BODY);
+    d.feed(&drain(&mut host).0);
+    assert_eq!(
+        d.next_packet().unwrap(),
+        Some(Packet::Pong {
+            id: 77,
+            ping_sent_us: 3,
+            reply_us: 5
+        })
+    );
+}
+
+/// Bytes the viewer sent right behind its Hello, already read by the handshake, are handled.
+#[test]
+fn packets_behind_the_hello_are_not_lost() {
+    let mut dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
+    dec.feed(&Packet::Ping { id: 5, sent_us: 1 }.to_bytes());
+    let mut host = HostSession::new(
+        V1Wire::new(negotiate(v1::Codec::Lz4, caps::ALL, caps::ALL)),
+        ViewerReader::V1(dec),
+        config(),
+    );
+    host.handle_bytes(2, &[]);
+    let mut d = v1::Decoder::new(v1::MAX_CONTROL_BODY);
+    d.feed(&drain(&mut host).0);
+    assert!(matches!(
+        d.next_packet().unwrap(),
+        Some(Packet::Pong { id: 5, .. })
+    ));
+}
+
+#[test]
+fn daylight_connect_order_and_no_delta_the_app_would_skip() {
+    let reader = ViewerReader::Daylight(daylight::ViewerDecoder::new());
+    let mut host = HostSession::new(DaylightWire::default(), reader, config());
+    let mut src = Source::new();
+    let mut dec = HostDecoder::new(daylight::DEFAULT_MAX_PAYLOAD);
+    let mut now = 0;
+    let (mut got, mut events) = (Vec::new(), Vec::new());
+    for _ in 0..6 {
+        offer(&mut host, now, &src.frame(now, false));
+        let (bytes, e) = drain(&mut host);
+        events.extend(e);
+        dec.feed(&bytes);
+        while let Some(p) = dec.next_packet().unwrap() {
+            if let HostPacket::Frame {
+                seq,
+                payload,
+                keyframe,
+            } = &p
+            {
+                let mut ack = BytesMut::new();
+                ViewerPacket::Ack { seq: *seq }.encode(&mut ack);
+                host.handle_bytes(now + 400, &ack);
+                assert!(
+                    *keyframe || payload.len() >= 256,
+                    "a delta the app would skip"
+                );
+            }
+            got.push(p);
+        }
+        now += 16_000;
+    }
+    // Resolution, brightness, then a keyframe, as the original host does.
+    assert_eq!(
+        got[0],
+        HostPacket::Resolution {
+            width: W as u16,
+            height: H as u16
+        }
+    );
+    assert_eq!(
+        got[1],
+        HostPacket::Command {
+            cmd: daylight::CMD_BRIGHTNESS,
+            value: 128
+        }
+    );
+    assert!(matches!(
+        got[2],
+        HostPacket::Frame {
+            keyframe: true,
+            seq: 0,
+            ..
+        }
+    ));
+    events.extend(std::iter::from_fn(|| host.poll_event()));
+    let rtts = events.iter().filter(|e| **e == Event::Rtt(400)).count();
+    assert_eq!(rtts, 6);
+}
