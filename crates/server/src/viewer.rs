@@ -9,9 +9,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use bytes::BytesMut;
 use framewire_codec::{BlockCodec, Picture};
-use framewire_flow::{ClockOffset, PingSchedule};
 use framewire_proto::daylight::{self, HostDecoder, HostPacket, ViewerPacket};
-use framewire_proto::v1::{self, caps, AckStatus, Packet, Role};
+use framewire_proto::v1::{self, caps, AckStatus};
 use framewire_telemetry::SampleWindow;
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -19,7 +18,7 @@ use tokio::net::TcpStream;
 
 use crate::clock::now_us;
 use crate::config::Protocol;
-use framewire_session::codec_from_wire;
+use framewire_session::{Shown, ViewerEvent, ViewerHello, ViewerSession};
 
 #[derive(Debug, Clone)]
 pub struct ViewerOptions {
@@ -244,229 +243,113 @@ async fn run_v1(
     stats: Arc<Mutex<ViewerStats>>,
     mut on_frame: impl FnMut(&FrameEvent<'_>) -> bool,
 ) -> anyhow::Result<()> {
-    let hello = Packet::Hello {
-        version: v1::VERSION,
-        role: Role::Viewer,
+    let hello = ViewerHello {
         caps: opts.caps,
         stream: "screen".into(),
         token: opts.token.clone().unwrap_or_default(),
     };
-    sock.write_all(&hello.to_bytes()).await?;
-    let mut dec = v1::Decoder::new(v1::DEFAULT_MAX_FRAME_BODY);
-    let mut picture = Picture::new(0, 0);
-    let mut picture_sum: Option<u64> = None;
-    let mut offset = ClockOffset::new();
-    let mut out = BytesMut::with_capacity(256);
+    let mut session = ViewerSession::new(hello, now_us);
+    let mut buf = vec![0u8; 1 << 20];
     let mut rc = RecvClock(None);
-    let (mut welcomed, mut frames) = (false, 0u64);
-    let mut pings = PingSchedule::new();
+    let mut frames = 0u64;
     loop {
-        while let Some(p) = dec
-            .next_packet()
-            .map_err(|e| anyhow!("bad packet from the server: {e}"))?
-        {
-            let now = now_us();
-            let recv = rc.packet_done(now, dec.pending() > 0);
-            out.clear();
-            match p {
-                Packet::Welcome { .. } => welcomed = true,
-                Packet::StreamDesc { width, height, .. } => {
-                    picture.resize(width, height);
-                    picture_sum = None;
+        session.handle_timeout(now_us());
+        while let Some(b) = session.poll_transmit() {
+            sock.write_all(&b).await?;
+        }
+        while let Some(e) = session.poll_event() {
+            // What handling it produced (its ACK, a pong) goes out before the caller's work.
+            while let Some(b) = session.poll_transmit() {
+                sock.write_all(&b).await?;
+            }
+            let shown = match e {
+                ViewerEvent::Shown(s) => s,
+                ViewerEvent::Size { width, height } => {
                     let mut s = lock(&stats);
                     (s.width, s.height) = (width, height);
+                    continue;
                 }
-                Packet::Frame { header: h, payload } => {
-                    let codec = codec_from_wire(h.codec);
-                    lock(&stats).codec = Some(codec.name());
-                    let t0 = now_us();
-                    let status;
-                    let mut ok = None;
-                    if !h.rows && h.raw_len as usize != picture.len() {
-                        status = AckStatus::DecodeError;
-                    } else {
-                        let decoded = if h.rows {
-                            picture.decode_rows(codec, &payload)
-                        } else {
-                            picture.decode(h.keyframe, codec, &payload)
-                        };
-                        match decoded {
-                            Err(_) => status = AckStatus::DecodeError,
-                            Ok(()) => {
-                                let t1 = now_us();
-                                picture.apply();
-                                let t2 = now_us();
-                                let sum = picture.checksum();
-                                let good = sum == h.checksum;
-                                ok = Some(good);
-                                picture_sum = good.then_some(sum);
-                                if !good {
-                                    picture.invalidate();
-                                }
-                                status = if good {
-                                    AckStatus::Applied
-                                } else {
-                                    AckStatus::ChecksumMismatch
-                                };
-                                let mut s = lock(&stats);
-                                s.decompress_us.push((t1 - t0) as f64);
-                                s.apply_us.push((t2 - t1) as f64);
-                            }
-                        }
-                    }
-                    let kind = if h.keyframe { Kind::Key } else { Kind::Delta };
-                    let done = Done {
-                        seq: h.seq,
-                        capture_us: h.capture_us,
-                        status,
-                        recv_at: now,
-                        decoded_at: t0,
-                        recv_us: recv,
-                        bytes: payload.len(),
-                        kind,
-                    };
-                    ack_and_record(&mut sock, &mut out, &stats, &offset, done).await?;
-                    frames += 1;
-                    let ev = FrameEvent::of(&picture, h.seq, h.keyframe, false, ok);
-                    if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
-                        return Ok(());
-                    }
-                }
-                Packet::Unchanged {
-                    seq,
-                    capture_us,
-                    checksum,
-                } => {
-                    let good = picture.is_valid() && picture_sum == Some(checksum);
-                    let status = if good {
-                        AckStatus::Applied
-                    } else {
-                        AckStatus::ChecksumMismatch
-                    };
-                    let done = Done {
-                        seq,
-                        capture_us,
-                        status,
-                        recv_at: now,
-                        decoded_at: now,
-                        recv_us: recv,
-                        bytes: 0,
-                        kind: Kind::Unchanged,
-                    };
-                    ack_and_record(&mut sock, &mut out, &stats, &offset, done).await?;
-                    frames += 1;
-                    let ev = FrameEvent::of(&picture, seq, false, true, Some(good));
-                    if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
-                        return Ok(());
-                    }
-                }
-                Packet::Ping { id, sent_us } => {
-                    Packet::Pong {
-                        id,
-                        ping_sent_us: sent_us,
-                        reply_us: now_us(),
-                    }
-                    .encode(&mut out);
-                    sock.write_all(&out).await?;
-                }
-                Packet::Pong {
-                    ping_sent_us,
-                    reply_us,
-                    ..
-                } => {
-                    offset.sample(ping_sent_us, reply_us, now);
-                }
-                Packet::Command { code, a, .. } => {
+                ViewerEvent::Command { code, a } => {
                     let mut s = lock(&stats);
                     match code {
                         v1::CommandCode::Brightness => s.brightness = Some(a.min(255) as u8),
                         v1::CommandCode::Warmth => s.warmth = Some(a.min(255) as u8),
                         _ => {}
                     }
+                    continue;
                 }
-                Packet::Goodbye { code, reason } => {
+                ViewerEvent::Welcomed { .. } => continue,
+                ViewerEvent::Goodbye { code, reason } => {
                     if code == v1::goodbye::NORMAL || code == v1::goodbye::SHUTDOWN {
                         return Ok(());
                     }
                     bail!("the server closed the connection: {reason} (code {code})");
                 }
-                other => bail!(
-                    "unexpected {} packet from the server",
-                    v1::kind_name(other.type_byte())
-                ),
+                ViewerEvent::Error(e) => bail!("bad packet from the server: {e}"),
+            };
+            record_shown(&stats, &shown, rc.packet_done(shown.received_us, false));
+            frames += 1;
+            let ev = FrameEvent::of(
+                session.picture(),
+                shown.seq,
+                shown.keyframe,
+                shown.unchanged,
+                Some(shown.ok),
+            );
+            if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
+                return Ok(());
             }
         }
-        let now = now_us();
-        if let Some(id) = welcomed.then(|| pings.poll(now)).flatten() {
-            out.clear();
-            Packet::Ping { id, sent_us: now }.encode(&mut out);
-            sock.write_all(&out).await?;
-        }
         wait_unpaused(&opts.paused).await;
-        if sock.read_buf(dec.buffer_mut()).await? == 0 {
+        let wake = session.poll_timeout().map(|t| t.saturating_sub(now_us()));
+        let n = tokio::select! {
+            r = sock.read(&mut buf) => r?,
+            _ = sleep_for(wake) => continue,
+        };
+        if n == 0 {
             bail!("the server closed the connection");
         }
-        rc.bytes_arrived(now_us());
+        let now = now_us();
+        rc.bytes_arrived(now);
+        session.handle_bytes(now, &buf[..n]);
     }
 }
 
-#[derive(Clone, Copy)]
-enum Kind {
-    Key,
-    Delta,
-    Unchanged,
-}
-
-/// A v1 frame or unchanged packet that has been handled, ready to be ACKed and counted.
-struct Done {
-    seq: u64,
-    capture_us: u64,
-    status: AckStatus,
-    recv_at: u64,
-    decoded_at: u64,
-    recv_us: u64,
-    bytes: usize,
-    kind: Kind,
-}
-
-/// Sends the ACK (after applying, so the host's RTT includes the apply) and updates the stats.
-async fn ack_and_record(
-    sock: &mut TcpStream,
-    out: &mut BytesMut,
-    stats: &Mutex<ViewerStats>,
-    offset: &ClockOffset,
-    d: Done,
-) -> std::io::Result<()> {
-    let applied = now_us();
-    out.clear();
-    Packet::Ack {
-        seq: d.seq,
-        status: d.status,
-        recv_us: d.recv_at,
-        decoded_us: d.decoded_at,
-        applied_us: applied,
+async fn sleep_for(us: Option<u64>) {
+    match us {
+        Some(us) => tokio::time::sleep(Duration::from_micros(us)).await,
+        None => std::future::pending().await,
     }
-    .encode(out);
-    sock.write_all(out).await?;
+}
+
+/// Counts a v1 frame or unchanged packet the session handled and ACKed.
+fn record_shown(stats: &Mutex<ViewerStats>, sh: &Shown, recv: u64) {
     let mut s = lock(stats);
-    record(
-        &mut s,
-        d.seq,
-        d.recv_us,
-        applied - d.decoded_at,
-        d.bytes,
-        d.status,
-    );
-    match d.kind {
-        Kind::Key => s.keyframes += 1,
-        Kind::Delta => s.deltas += 1,
-        Kind::Unchanged => s.unchanged += 1,
+    let status = match (sh.ok, sh.decode_error) {
+        (true, _) => AckStatus::Applied,
+        (false, true) => AckStatus::DecodeError,
+        (false, false) => AckStatus::ChecksumMismatch,
+    };
+    let total = sh.decompress_us + sh.apply_us;
+    record(&mut s, sh.seq, recv, total, sh.bytes, status);
+    if sh.unchanged {
+        s.unchanged += 1;
+    } else if sh.keyframe {
+        s.keyframes += 1;
+    } else {
+        s.deltas += 1;
     }
-    if let Some(local_capture) = offset.to_local(d.capture_us) {
-        s.e2e_us.push(applied.saturating_sub(local_capture) as f64);
+    if sh.codec.is_some() {
+        s.codec = sh.codec;
     }
-    s.applied_at.push(applied as f64);
-    Ok(())
+    if !sh.unchanged && !sh.decode_error {
+        s.decompress_us.push(sh.decompress_us as f64);
+        s.apply_us.push(sh.apply_us as f64);
+    }
+    if let Some(e2e) = sh.end_to_end_us {
+        s.e2e_us.push(e2e as f64);
+    }
+    s.applied_at.push(sh.applied_us as f64);
 }
 
 fn record(s: &mut ViewerStats, seq: u64, recv: u64, total: u64, bytes: usize, status: AckStatus) {

@@ -8,6 +8,7 @@
 //! | `handshake.rs` | whether a Hello is welcome, and if not the Goodbye that says why |
 //! | `negotiate.rs` | the codec and features a viewer gets, from the capabilities it declared |
 //! | `host.rs` | one viewer after its Hello: what to send for each frame, pings, ACKs, goodbye |
+//! | `viewer.rs` | the viewer's side of v1: Hello, decode, apply, verify, ACK, pings |
 //! | `frame.rs` | a captured frame as every viewer shares it (payloads made once per codec) |
 //! | `wire.rs` | the trait that turns a session's decisions into one protocol's bytes |
 //! | `wire_v1.rs`, `wire_daylight.rs` | framewire v1 and the Daylight app's wire format |
@@ -16,6 +17,7 @@ pub mod frame;
 pub mod handshake;
 pub mod host;
 pub mod negotiate;
+pub mod viewer;
 pub mod wire;
 pub mod wire_daylight;
 pub mod wire_v1;
@@ -24,6 +26,7 @@ pub use frame::SourceFrame;
 pub use handshake::{check_hello, token_matches, HelloRules, Refusal};
 pub use host::{Event, HostConfig, HostSession, Transmit, ViewerReader};
 pub use negotiate::{negotiate, Negotiated};
+pub use viewer::{Shown, ViewerEvent, ViewerHello, ViewerSession};
 pub use wire::{ViewerCommand, Wire, Work};
 pub use wire_daylight::DaylightWire;
 pub use wire_v1::{codec_from_wire, codec_to_wire, V1Wire};

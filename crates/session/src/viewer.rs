@@ -1,0 +1,309 @@
+//! One framewire v1 viewer as the viewer sees it: it says Hello, decodes each frame into its
+//! picture, verifies the host's checksum, ACKs after applying (so the host's RTT includes the
+//! apply), answers pings and pings back for the clock offset, and reports what it showed.
+//!
+//! The same shape as [`crate::HostSession`]: bytes and the time in, bytes and events out, no
+//! sockets or runtime. The clock is passed in ([`ViewerSession::new`]) because the viewer
+//! stamps its ACK with the moments it decoded and applied the frame.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use framewire_codec::Picture;
+use framewire_flow::{ClockOffset, PingSchedule};
+use framewire_proto::v1::{self, AckStatus, Packet, Role};
+use framewire_proto::ProtoError;
+
+use crate::wire_v1::codec_from_wire;
+
+/// What the viewer declares in its Hello.
+#[derive(Debug, Clone)]
+pub struct ViewerHello {
+    pub caps: u32,
+    pub stream: String,
+    pub token: String,
+}
+
+/// One frame or unchanged packet the viewer handled and ACKed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shown {
+    pub seq: u64,
+    pub keyframe: bool,
+    pub unchanged: bool,
+    /// The picture equals the host's (checksum verified).
+    pub ok: bool,
+    /// It could not be decoded at all.
+    pub decode_error: bool,
+    pub codec: Option<&'static str>,
+    pub bytes: usize,
+    /// When the read that completed it arrived (µs, the viewer's clock).
+    pub received_us: u64,
+    pub decompress_us: u64,
+    pub apply_us: u64,
+    /// When it was applied (µs, the viewer's clock), and capture → applied through the clock
+    /// offset, once the offset is known.
+    pub applied_us: u64,
+    pub end_to_end_us: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ViewerEvent {
+    Welcomed {
+        caps: u32,
+        session: u64,
+    },
+    Size {
+        width: u32,
+        height: u32,
+    },
+    Shown(Shown),
+    Command {
+        code: v1::CommandCode,
+        a: u32,
+    },
+    /// The host ended the session (its code and reason).
+    Goodbye {
+        code: u16,
+        reason: String,
+    },
+    /// The host broke the protocol.
+    Error(ProtoError),
+}
+
+pub struct ViewerSession {
+    dec: v1::Decoder,
+    picture: Picture,
+    /// The checksum of the picture held, once verified.
+    sum: Option<u64>,
+    offset: ClockOffset,
+    pings: PingSchedule,
+    welcomed: bool,
+    /// When the bytes being handled arrived.
+    recv_us: u64,
+    clock: fn() -> u64,
+    transmits: VecDeque<Bytes>,
+    events: VecDeque<ViewerEvent>,
+    done: bool,
+}
+
+impl ViewerSession {
+    /// A session that starts by sending its Hello. `clock` gives µs (the runtime's clock, or a
+    /// test's).
+    pub fn new(hello: ViewerHello, clock: fn() -> u64) -> Self {
+        let mut transmits = VecDeque::new();
+        transmits.push_back(
+            Packet::Hello {
+                version: v1::VERSION,
+                role: Role::Viewer,
+                caps: hello.caps,
+                stream: hello.stream,
+                token: hello.token,
+            }
+            .to_bytes(),
+        );
+        ViewerSession {
+            dec: v1::Decoder::new(v1::DEFAULT_MAX_FRAME_BODY),
+            picture: Picture::new(0, 0),
+            sum: None,
+            offset: ClockOffset::new(),
+            pings: PingSchedule::new(),
+            welcomed: false,
+            recv_us: 0,
+            clock,
+            transmits,
+            events: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    /// The picture as last applied.
+    pub fn picture(&self) -> &Picture {
+        &self.picture
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<Bytes> {
+        self.transmits.pop_front()
+    }
+
+    /// The next thing that happened. Packets are handled here, one per call as needed, so
+    /// [`ViewerSession::picture`] is the picture as of the event just returned (a caller that
+    /// shows or checks pictures sees each one, even when many frames came in one read).
+    pub fn poll_event(&mut self) -> Option<ViewerEvent> {
+        while self.events.is_empty() && !self.done {
+            match self.dec.next_packet() {
+                Ok(Some(p)) => self.on_packet(self.recv_us, p),
+                Ok(None) => break,
+                Err(e) => {
+                    self.events.push_back(ViewerEvent::Error(e));
+                    self.done = true;
+                }
+            }
+        }
+        self.events.pop_front()
+    }
+
+    /// When the next ping is due, once welcomed.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.welcomed.then(|| self.pings.next_at())
+    }
+
+    pub fn handle_timeout(&mut self, now: u64) {
+        if !self.welcomed || self.done {
+            return;
+        }
+        if let Some(id) = self.pings.poll(now) {
+            self.transmits
+                .push_back(Packet::Ping { id, sent_us: now }.to_bytes());
+        }
+    }
+
+    /// Bytes from the host, which arrived at `recv_us`. They are handled as events are polled.
+    pub fn handle_bytes(&mut self, recv_us: u64, data: &[u8]) {
+        self.dec.feed(data);
+        self.recv_us = recv_us;
+    }
+
+    fn on_packet(&mut self, recv_us: u64, p: Packet) {
+        match p {
+            Packet::Welcome { caps, session, .. } => {
+                self.welcomed = true;
+                self.events
+                    .push_back(ViewerEvent::Welcomed { caps, session });
+            }
+            Packet::StreamDesc { width, height, .. } => {
+                self.picture.resize(width, height);
+                self.sum = None;
+                self.events.push_back(ViewerEvent::Size { width, height });
+            }
+            Packet::Frame { header: h, payload } => self.on_frame(recv_us, h, &payload),
+            Packet::Unchanged {
+                seq,
+                capture_us,
+                checksum,
+            } => {
+                let ok = self.picture.is_valid() && self.sum == Some(checksum);
+                let now = (self.clock)();
+                self.ack_and_show(
+                    Shown {
+                        seq,
+                        keyframe: false,
+                        unchanged: true,
+                        ok,
+                        decode_error: false,
+                        codec: None,
+                        bytes: 0,
+                        received_us: recv_us,
+                        decompress_us: 0,
+                        apply_us: 0,
+                        applied_us: now,
+                        end_to_end_us: None,
+                    },
+                    capture_us,
+                    recv_us,
+                    now,
+                );
+            }
+            Packet::Ping { id, sent_us } => self.transmits.push_back(
+                Packet::Pong {
+                    id,
+                    ping_sent_us: sent_us,
+                    reply_us: (self.clock)(),
+                }
+                .to_bytes(),
+            ),
+            Packet::Pong {
+                ping_sent_us,
+                reply_us,
+                ..
+            } => {
+                self.offset.sample(ping_sent_us, reply_us, recv_us);
+            }
+            Packet::Command { code, a, .. } => {
+                self.events.push_back(ViewerEvent::Command { code, a })
+            }
+            Packet::Goodbye { code, reason } => {
+                self.events.push_back(ViewerEvent::Goodbye { code, reason });
+                self.done = true;
+            }
+            _ => {
+                self.events
+                    .push_back(ViewerEvent::Error(ProtoError::InvalidField {
+                        field: "packet",
+                        why: "not expected from a host",
+                    }));
+                self.done = true;
+            }
+        }
+    }
+
+    fn on_frame(&mut self, recv_us: u64, h: v1::FrameHeader, payload: &[u8]) {
+        let codec = codec_from_wire(h.codec);
+        let t0 = (self.clock)();
+        let decoded = if !h.rows && h.raw_len as usize != self.picture.len() {
+            None
+        } else if h.rows {
+            self.picture.decode_rows(codec, payload).ok()
+        } else {
+            self.picture.decode(h.keyframe, codec, payload).ok()
+        };
+        let (mut ok, mut t1, mut t2) = (false, t0, t0);
+        if decoded.is_some() {
+            t1 = (self.clock)();
+            self.picture.apply();
+            t2 = (self.clock)();
+            ok = self.picture.checksum() == h.checksum;
+            self.sum = ok.then_some(h.checksum);
+            if !ok {
+                // Deltas cannot apply to a wrong picture: the host sends a keyframe next.
+                self.picture.invalidate();
+            }
+        }
+        self.ack_and_show(
+            Shown {
+                seq: h.seq,
+                keyframe: h.keyframe,
+                unchanged: false,
+                ok,
+                decode_error: decoded.is_none(),
+                codec: Some(codec.name()),
+                bytes: payload.len(),
+                received_us: recv_us,
+                decompress_us: t1 - t0,
+                apply_us: t2 - t1,
+                applied_us: t2,
+                end_to_end_us: None,
+            },
+            h.capture_us,
+            recv_us,
+            t0,
+        );
+    }
+
+    /// ACKs what was applied (after applying it) and reports it.
+    fn ack_and_show(&mut self, mut s: Shown, capture_us: u64, recv_us: u64, decoded_us: u64) {
+        let status = match (s.ok, s.decode_error) {
+            (true, _) => AckStatus::Applied,
+            (false, true) => AckStatus::DecodeError,
+            (false, false) => AckStatus::ChecksumMismatch,
+        };
+        self.transmits.push_back(
+            Packet::Ack {
+                seq: s.seq,
+                status,
+                recv_us,
+                decoded_us,
+                applied_us: s.applied_us,
+            }
+            .to_bytes(),
+        );
+        s.end_to_end_us = self
+            .offset
+            .to_local(capture_us)
+            .map(|c| s.applied_us.saturating_sub(c));
+        self.events.push_back(ViewerEvent::Shown(s));
+    }
+}
