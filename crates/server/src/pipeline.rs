@@ -18,7 +18,7 @@ use crate::clock::now_us;
 use crate::config::{ServerConfig, SourceSpec};
 use crate::latency::observe_us;
 use crate::state::{lock, Shared};
-use framewire_session::SourceFrame;
+use framewire_session::{FrameMeta, Payload, SourceFrame};
 
 /// Opens the configured source; synthetic scenes continue from frame `index`.
 pub fn open_source(
@@ -191,21 +191,17 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
                 unchanged.inc();
                 no_damage.inc();
                 total.inc();
-                let frame = SourceFrame::new(
+                let meta = FrameMeta {
                     seq,
                     capture_us,
-                    cw,
-                    ch,
-                    prev.grey.clone(),
-                    prev.checksum,
-                    prev.content_id,
-                    cfg.codec,
-                    None,
-                    None,
-                    false,
-                    false,
-                    None,
-                );
+                    width: cw,
+                    height: ch,
+                    grey: prev.grey.clone(),
+                    checksum: prev.checksum,
+                    content_id: prev.content_id,
+                    codec: cfg.codec,
+                };
+                let frame = SourceFrame::new(meta, Payload::Unchanged);
                 {
                     let mut st = lock(&shared.pipeline);
                     st.capture_us.push((capture_us - capture_start) as f64);
@@ -265,23 +261,37 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
         };
         let t2 = now_us();
         total.inc();
-        let (out_payload, delta_base, keyframe) = match enc.kind {
-            EncodedKind::Unchanged => {
+        let data = Bytes::copy_from_slice(&payload);
+        let shared_payload = match (enc.kind, base) {
+            (EncodedKind::Unchanged, _) => {
                 unchanged.inc();
-                (None, None, false)
+                Payload::Unchanged
             }
-            EncodedKind::Delta | EncodedKind::RowDelta => {
-                let prev_content = content_id;
+            (EncodedKind::Keyframe(_), _) => {
                 content_id = seq;
-                (
-                    Some(Bytes::copy_from_slice(&payload)),
-                    Some(prev_content),
-                    false,
-                )
+                Payload::Key(data)
             }
-            EncodedKind::Keyframe(_) => {
-                content_id = seq;
-                (Some(Bytes::copy_from_slice(&payload)), None, true)
+            (EncodedKind::Delta, Some(base)) => {
+                let base_id = std::mem::replace(&mut content_id, seq);
+                Payload::Delta {
+                    data,
+                    base_id,
+                    base,
+                }
+            }
+            (EncodedKind::RowDelta, Some(base)) => {
+                let base_id = std::mem::replace(&mut content_id, seq);
+                Payload::Rows {
+                    data,
+                    base_id,
+                    base,
+                }
+            }
+            (_, None) => {
+                // The encoder makes a delta only against a picture it hands back.
+                shared.counters.inc("encode_errors");
+                warn!("a delta without the picture it was made against");
+                continue;
             }
         };
         {
@@ -308,21 +318,17 @@ fn run(cfg: ServerConfig, shared: Arc<Shared>) {
             st.payload_bytes.push(enc.payload_len as f64);
             st.bytes_total += enc.payload_len as u64;
         }
-        let frame = SourceFrame::new(
+        let meta = FrameMeta {
             seq,
             capture_us,
-            cw,
-            ch,
+            width: cw,
+            height: ch,
             grey,
             checksum,
             content_id,
-            cfg.codec,
-            out_payload,
-            delta_base,
-            keyframe,
-            enc.kind == EncodedKind::RowDelta,
-            base,
-        );
+            codec: cfg.codec,
+        };
+        let frame = SourceFrame::new(meta, shared_payload);
         let frame = Arc::new(frame);
         retune = false;
         last = Some(frame.clone());

@@ -6,8 +6,31 @@ use bytes::Bytes;
 use framewire_codec::BlockCodec;
 use framewire_flow::FrameInfo;
 
+/// What the capture loop encoded once for every viewer that holds the right picture.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// The picture is the previous frame's: nothing to send.
+    Unchanged,
+    /// The whole picture (the first frame, or after a size change).
+    Key(Bytes),
+    /// The picture XOR the one of content `base_id` (kept as `base`), the whole frame.
+    Delta {
+        data: Bytes,
+        base_id: u64,
+        base: Arc<Vec<u8>>,
+    },
+    /// A row delta (a shift and the rows that still differ; `framewire_codec::rows`) against
+    /// the same. Framewire v1 only: others get a full-frame delta made from `base`.
+    Rows {
+        data: Bytes,
+        base_id: u64,
+        base: Arc<Vec<u8>>,
+    },
+}
+
+/// A frame's identity and picture.
 #[derive(Debug)]
-pub struct SourceFrame {
+pub struct FrameMeta {
     pub seq: u64,
     pub capture_us: u64,
     pub width: u32,
@@ -15,24 +38,32 @@ pub struct SourceFrame {
     pub grey: Arc<Vec<u8>>,
     /// The v1 checksum of `grey` (over its row hashes; see `framewire_codec::checksum`).
     pub checksum: u64,
+    /// The seq of the frame where this exact picture first appeared.
     pub content_id: u64,
+    /// The codec of the shared payload.
     pub codec: BlockCodec,
-    /// The shared payload: a delta against `delta_base`, or a keyframe when `keyframe`; `None`
-    /// for an unchanged frame.
-    pub payload: Option<Bytes>,
-    pub delta_base: Option<u64>,
-    pub keyframe: bool,
-    /// The shared payload is a row delta (framewire v1 only).
-    pub rows: bool,
-    /// The picture `delta_base` names, kept while the frame lives so a full-frame delta can be
-    /// made for viewers that take another form than the shared payload: Daylight viewers (LZ4
-    /// only, no row deltas) and viewers that did not declare the configured codec.
-    pub base: Option<Arc<Vec<u8>>>,
-    /// Full-frame XOR deltas made on demand, one per codec (see [`codec_slot`]).
+}
+
+/// A captured frame as every viewer shares it: its picture ([`FrameMeta`], which it derefs
+/// to: `f.seq`, `f.grey`, …) and its payloads.
+#[derive(Debug)]
+pub struct SourceFrame {
+    meta: FrameMeta,
+    pub payload: Payload,
+    /// Full-frame XOR deltas made on demand, one per codec (see [`codec_slot`]), for viewers
+    /// that take another form than the shared payload: Daylight viewers (LZ4 only, no row
+    /// deltas) and viewers that did not declare the configured codec.
     full_deltas: [OnceLock<Bytes>; 3],
     /// Keyframes of this frame made on demand (new or recovering viewers), at most once per
     /// codec.
     keyframes: [OnceLock<Bytes>; 3],
+}
+
+impl std::ops::Deref for SourceFrame {
+    type Target = FrameMeta;
+    fn deref(&self) -> &FrameMeta {
+        &self.meta
+    }
 }
 
 /// Where a codec's payloads are cached.
@@ -45,74 +76,82 @@ fn codec_slot(c: BlockCodec) -> usize {
 }
 
 impl SourceFrame {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        seq: u64,
-        capture_us: u64,
-        width: u32,
-        height: u32,
-        grey: Arc<Vec<u8>>,
-        checksum: u64,
-        content_id: u64,
-        codec: BlockCodec,
-        payload: Option<Bytes>,
-        delta_base: Option<u64>,
-        keyframe: bool,
-        rows: bool,
-        base: Option<Arc<Vec<u8>>>,
-    ) -> Self {
+    pub fn new(meta: FrameMeta, payload: Payload) -> Self {
         SourceFrame {
-            seq,
-            capture_us,
-            width,
-            height,
-            grey,
-            checksum,
-            content_id,
-            codec,
+            meta,
             payload,
-            delta_base,
-            keyframe,
-            rows,
-            base,
             full_deltas: Default::default(),
             keyframes: Default::default(),
         }
     }
 
     pub fn info(&self) -> FrameInfo {
+        let delta_base = match &self.payload {
+            Payload::Delta { base_id, .. } | Payload::Rows { base_id, .. } => Some(*base_id),
+            _ => None,
+        };
         FrameInfo {
             seq: self.seq,
             content_id: self.content_id,
-            delta_base: self.delta_base,
-            keyframe: self.keyframe,
+            delta_base,
+            keyframe: matches!(self.payload, Payload::Key(_)),
+        }
+    }
+
+    /// The shared delta and whether it is a row delta, if the frame has one.
+    pub fn shared_delta(&self) -> Option<(&Bytes, bool)> {
+        match &self.payload {
+            Payload::Delta { data, .. } => Some((data, false)),
+            Payload::Rows { data, .. } => Some((data, true)),
+            _ => None,
+        }
+    }
+
+    fn base(&self) -> Option<&Arc<Vec<u8>>> {
+        match &self.payload {
+            Payload::Delta { base, .. } | Payload::Rows { base, .. } => Some(base),
+            _ => None,
+        }
+    }
+
+    /// The shared payload is exactly the full-frame delta in `codec`.
+    fn shared_full_delta(&self, codec: BlockCodec) -> Option<&Bytes> {
+        match &self.payload {
+            Payload::Delta { data, .. } if self.codec == codec => Some(data),
+            _ => None,
+        }
+    }
+
+    /// The shared payload is exactly the keyframe in `codec`.
+    fn shared_keyframe(&self, codec: BlockCodec) -> Option<&Bytes> {
+        match &self.payload {
+            Payload::Key(data) if self.codec == codec => Some(data),
+            _ => None,
         }
     }
 
     /// Whether [`SourceFrame::keyframe`] in `codec` would have to compress (it is not the
     /// shared payload and not made yet).
     pub fn keyframe_pending(&self, codec: BlockCodec) -> bool {
-        !(self.keyframe && self.codec == codec && self.payload.is_some())
-            && self.keyframes[codec_slot(codec)].get().is_none()
+        self.shared_keyframe(codec).is_none() && self.keyframes[codec_slot(codec)].get().is_none()
     }
 
     /// Whether [`SourceFrame::full_delta`] in `codec` would have to make it.
     pub fn full_delta_pending(&self, codec: BlockCodec) -> bool {
-        self.payload.is_some()
-            && (self.rows || self.codec != codec)
-            && self.base.is_some()
+        self.base().is_some()
+            && self.shared_full_delta(codec).is_none()
             && self.full_deltas[codec_slot(codec)].get().is_none()
     }
 
-    /// The full-frame XOR delta against `delta_base` in `codec`: the shared payload itself
-    /// when it is exactly that, else made on first use (only when a viewer needs it; Daylight
-    /// viewers take LZ4 only). Returns the payload and whether this call made it.
+    /// The full-frame XOR delta against the base in `codec`: the shared payload itself when it
+    /// is exactly that, else made on first use (only when a viewer needs it; Daylight viewers
+    /// take LZ4 only). Returns the payload and whether this call made it; `None` for a frame
+    /// without a delta.
     pub fn full_delta(&self, codec: BlockCodec) -> Option<(Bytes, bool)> {
-        let p = self.payload.as_ref()?;
-        if !self.rows && self.codec == codec {
-            return Some((p.clone(), false));
+        if let Some(d) = self.shared_full_delta(codec) {
+            return Some((d.clone(), false));
         }
-        let base = self.base.as_ref()?;
+        let base = self.base()?;
         let mut fresh = false;
         let d = self.full_deltas[codec_slot(codec)].get_or_init(|| {
             fresh = true;
@@ -127,10 +166,8 @@ impl SourceFrame {
     /// on first use and shared afterwards. Returns the payload and whether this call did the
     /// compression.
     pub fn keyframe(&self, codec: BlockCodec) -> (Bytes, bool) {
-        if self.keyframe && self.codec == codec {
-            if let Some(p) = &self.payload {
-                return (p.clone(), false);
-            }
+        if let Some(k) = self.shared_keyframe(codec) {
+            return (k.clone(), false);
         }
         let mut fresh = false;
         let p = self.keyframes[codec_slot(codec)].get_or_init(|| {

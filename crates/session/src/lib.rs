@@ -22,7 +22,7 @@ pub mod wire;
 pub mod wire_daylight;
 pub mod wire_v1;
 
-pub use frame::SourceFrame;
+pub use frame::{FrameMeta, Payload, SourceFrame};
 pub use handshake::{check_hello, token_matches, HelloRules, Refusal};
 pub use host::{Event, HostConfig, HostSession, Transmit, ViewerReader};
 pub use negotiate::{negotiate, Negotiated};

@@ -51,7 +51,7 @@ pub trait Wire: Send + 'static {
     /// The whole picture of `f`, and whether this call compressed it (rather than reusing a
     /// payload another viewer's request had made).
     fn keyframe(&mut self, f: &SourceFrame, out: &mut BytesMut) -> (Outgoing, bool);
-    /// The frame as a delta against `f.delta_base`, in the form this protocol carries. A wire
+    /// The frame as a delta against its base, in the form this protocol carries. A wire
     /// may send it as a keyframe instead (the viewer ends up holding `f` either way).
     fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;

@@ -101,6 +101,7 @@ impl Wire for DaylightWire {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::{FrameMeta, Payload};
 
     /// A frame whose shared payload is `codec`'s full-frame delta from `base` to `grey`.
     fn delta_frame(codec: BlockCodec, base: Vec<u8>, grey: Vec<u8>, w: u32) -> SourceFrame {
@@ -108,22 +109,22 @@ mod tests {
         framewire_codec::delta::xor_into(&base, &grey, &mut x);
         let mut payload = Vec::new();
         codec.compress(&x, &mut payload).unwrap();
-        let h = grey.len() as u32 / w;
-        SourceFrame::new(
-            1,
-            0,
-            w,
-            h,
-            Arc::new(grey),
-            0,
-            1,
+        let meta = FrameMeta {
+            seq: 1,
+            capture_us: 0,
+            width: w,
+            height: grey.len() as u32 / w,
+            grey: Arc::new(grey),
+            checksum: 0,
+            content_id: 1,
             codec,
-            Some(payload.into()),
-            Some(0),
-            false,
-            false,
-            Some(Arc::new(base)),
-        )
+        };
+        let delta = Payload::Delta {
+            data: payload.into(),
+            base_id: 0,
+            base: Arc::new(base),
+        };
+        SourceFrame::new(meta, delta)
     }
 
     /// What the Daylight app would show after applying `out` (LZ4 only) to `picture`.

@@ -115,17 +115,16 @@ impl Wire for V1Wire {
                 .expect("a frame with a delta base carries its delta");
             return frame_packet(f, self.codec, false, false, f.grey.len(), &p, out);
         }
-        let p = f
-            .payload
-            .as_ref()
+        let (p, rows) = f
+            .shared_delta()
             .expect("a frame with a delta base carries its delta");
         // A row delta's raw_len is the size of its row data, which its header determines.
-        let raw_len = if f.rows {
+        let raw_len = if rows {
             row_data_len(p, f)
         } else {
             f.grey.len()
         };
-        frame_packet(f, self.codec, false, f.rows, raw_len, p, out)
+        frame_packet(f, self.codec, false, rows, raw_len, p, out)
     }
 
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {

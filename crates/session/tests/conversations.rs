@@ -10,8 +10,8 @@ use framewire_flow::{InflightLimit, Plan};
 use framewire_proto::daylight::{self, HostDecoder, HostPacket, ViewerPacket};
 use framewire_proto::v1::{self, caps, goodbye, AckStatus, Packet};
 use framewire_session::{
-    negotiate, DaylightWire, Event, HostConfig, HostSession, SourceFrame, Transmit, V1Wire,
-    ViewerCommand, ViewerReader, Wire,
+    negotiate, DaylightWire, Event, FrameMeta, HostConfig, HostSession, Payload, SourceFrame,
+    Transmit, V1Wire, ViewerCommand, ViewerReader, Wire,
 };
 
 const W: u32 = 64;
@@ -51,59 +51,33 @@ impl Source {
         let compress = |data: &[u8]| {
             let mut out = Vec::new();
             codec.compress(data, &mut out).unwrap();
-            Some(bytes::Bytes::from(out))
+            bytes::Bytes::from(out)
         };
-        let f = match (&self.last, same) {
-            (Some((_, content)), true) => SourceFrame::new(
-                seq,
-                now,
-                W,
-                H,
-                grey.clone(),
-                checksum,
-                *content,
-                codec,
-                None,
-                None,
-                false,
-                false,
-                None,
-            ),
+        let (content_id, payload) = match (&self.last, same) {
+            (Some((_, content)), true) => (*content, Payload::Unchanged),
             (Some((base, content)), false) => {
                 let mut x = vec![0u8; grey.len()];
                 framewire_codec::delta::xor_into(base, &grey, &mut x);
-                SourceFrame::new(
-                    seq,
-                    now,
-                    W,
-                    H,
-                    grey.clone(),
-                    checksum,
-                    seq,
-                    codec,
-                    compress(&x),
-                    Some(*content),
-                    false,
-                    false,
-                    Some(base.clone()),
-                )
+                let delta = Payload::Delta {
+                    data: compress(&x),
+                    base_id: *content,
+                    base: base.clone(),
+                };
+                (seq, delta)
             }
-            (None, _) => SourceFrame::new(
-                seq,
-                now,
-                W,
-                H,
-                grey.clone(),
-                checksum,
-                seq,
-                codec,
-                compress(&grey),
-                None,
-                true,
-                false,
-                None,
-            ),
+            (None, _) => (seq, Payload::Key(compress(&grey))),
         };
+        let meta = FrameMeta {
+            seq,
+            capture_us: now,
+            width: W,
+            height: H,
+            grey: grey.clone(),
+            checksum,
+            content_id,
+            codec,
+        };
+        let f = SourceFrame::new(meta, payload);
         let content = if same {
             self.last.as_ref().unwrap().1
         } else {
