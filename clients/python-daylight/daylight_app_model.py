@@ -16,9 +16,8 @@ import struct
 
 import lz4.block
 
-from daylight_client import picture_checksum
+from daylight_client import DaylightViewer, picture_checksum
 
-MAX_SIDE = 4096
 MIN_DELTA = 256
 
 
@@ -26,49 +25,23 @@ class AppDisconnect(Exception):
     """The app would drop the connection (and reconnect a second later)."""
 
 
-class DaylightAppModel:
+class DaylightAppModel(DaylightViewer):
+    error = AppDisconnect
+
     def __init__(self, sock):
-        self.sock = sock
-        self.buf = bytearray()
-        self.width = self.height = 0
-        self.picture = None
-        self.brightness = None
-        self.warmth = None
+        super().__init__(sock)
         self.skipped = 0          # small deltas thrown away (and ACKed)
         self.undecodable = 0      # deltas that failed to decode (not ACKed)
         self.keyframes = 0
         self.deltas = 0
         self.shown = []           # (seq, checksum of the picture on screen) per ACK
 
-    def _take(self, n):
-        while len(self.buf) < n:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise EOFError("host closed the connection")
-            self.buf += chunk
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
-
     def _ack(self, seq):
         self.sock.sendall(b"\xDA\x7A" + struct.pack("<I", seq))
         self.shown.append((seq, picture_checksum(self.picture, self.width, self.height)))
 
-    def _command(self):
-        cmd = self._take(1)[0]
-        if cmd == 0x04:
-            w, h = struct.unpack("<HH", self._take(4))
-            if not (0 < w <= MAX_SIDE and 0 < h <= MAX_SIDE):
-                raise AppDisconnect(f"resolution {w}x{h} out of bounds")
-            self.width, self.height = w, h
-            self.picture = bytes(w * h)  # reallocated and zeroed
-            return
-        value = self._take(1)[0]
-        if cmd == 0x01:
-            self.brightness = value
-        elif cmd == 0x02:
-            self.warmth = value
-        # 0x03 (backlight) and anything else: read and ignored.
+    def _new_picture(self, w, h):
+        return bytes(w * h)  # reallocated and zeroed; 0x03 (backlight) is read and ignored
 
     def _frame(self):
         flags, seq, length = struct.unpack("<BII", self._take(9))

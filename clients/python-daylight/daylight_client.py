@@ -20,27 +20,54 @@ class ProtocolError(Exception):
     pass
 
 
-class DaylightViewer:
+class SocketReader:
+    """Exactly `n` bytes at a time from a socket, however the host's writes were split."""
+
     def __init__(self, sock):
         self.sock = sock
         self.buf = bytearray()
-        self.width = self.height = 0
-        self.picture = None
-        self.brightness = None
-        self.warmth = None
 
-    def _need(self, n):
+    def _take(self, n):
         while len(self.buf) < n:
             chunk = self.sock.recv(1 << 20)
             if not chunk:
                 raise EOFError("host closed the connection")
             self.buf += chunk
-
-    def _take(self, n):
-        self._need(n)
         out = bytes(self.buf[:n])
         del self.buf[:n]
         return out
+
+
+class DaylightViewer(SocketReader):
+    # What a protocol violation raises, and the picture a resolution packet leaves (this client
+    # waits for a keyframe; the app model zeroes its picture, as the app does).
+    error = ProtocolError
+
+    def __init__(self, sock):
+        super().__init__(sock)
+        self.width = self.height = 0
+        self.picture = None
+        self.brightness = None
+        self.warmth = None
+
+    def _new_picture(self, w, h):
+        return None
+
+    def _command(self):
+        """The rest of a `DA 7F` command packet: resolution, brightness, warmth (others ignored)."""
+        cmd = self._take(1)[0]
+        if cmd == 0x04:
+            w, h = struct.unpack("<HH", self._take(4))
+            if not (0 < w <= MAX_SIDE and 0 < h <= MAX_SIDE):
+                raise self.error(f"bad resolution {w}x{h}")
+            self.width, self.height = w, h
+            self.picture = self._new_picture(w, h)
+            return
+        value = self._take(1)[0]
+        if cmd == 0x01:
+            self.brightness = value
+        elif cmd == 0x02:
+            self.warmth = value
 
     def next_frame(self):
         """Reads packets until a frame is applied and ACKed; returns (seq, keyframe)."""
@@ -49,19 +76,7 @@ class DaylightViewer:
             if magic != 0xDA:
                 raise ProtocolError(f"bad magic {magic:#x}")
             if kind == 0x7F:
-                cmd = self._take(1)[0]
-                if cmd == 0x04:
-                    w, h = struct.unpack("<HH", self._take(4))
-                    if not (0 < w <= MAX_SIDE and 0 < h <= MAX_SIDE):
-                        raise ProtocolError(f"bad resolution {w}x{h}")
-                    self.width, self.height = w, h
-                    self.picture = None
-                else:
-                    value = self._take(1)[0]
-                    if cmd == 0x01:
-                        self.brightness = value
-                    elif cmd == 0x02:
-                        self.warmth = value
+                self._command()
                 continue
             if kind != 0x7E:
                 raise ProtocolError(f"unknown packet {kind:#x}")

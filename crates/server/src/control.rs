@@ -394,18 +394,7 @@ mod tests {
     use crate::state::Settings;
 
     fn shared() -> Arc<Shared> {
-        Shared::new(
-            Settings {
-                brightness: 128,
-                saved_brightness: 128,
-                warmth: 128,
-                backlight_on: true,
-                running: true,
-                tuning: Default::default(),
-            },
-            (1024, 768),
-            0,
-        )
+        Shared::new(Settings::default(), (1024, 768), 0)
     }
 
     /// Each (command, reply) in order, string for string, as the original host answers.

@@ -28,6 +28,20 @@ pub enum Backlight {
     Toggle,
 }
 
+/// The original host's defaults: brightness and warmth 128, backlight on, capturing, no tuning.
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            brightness: 128,
+            saved_brightness: 128,
+            warmth: 128,
+            backlight_on: true,
+            running: true,
+            tuning: Default::default(),
+        }
+    }
+}
+
 impl Settings {
     /// A new brightness, clamped to 0–255. Remembered for the backlight unless it is 0.
     pub fn set_brightness(&mut self, v: i64) -> ViewerCommand {
@@ -84,20 +98,9 @@ impl Settings {
 mod tests {
     use super::*;
 
-    fn settings() -> Settings {
-        Settings {
-            brightness: 128,
-            saved_brightness: 128,
-            warmth: 128,
-            backlight_on: true,
-            running: true,
-            tuning: Default::default(),
-        }
-    }
-
     #[test]
     fn backlight_is_brightness_zero_then_the_saved_brightness() {
-        let mut s = settings();
+        let mut s = Settings::default();
         assert_eq!(s.set_brightness(200), ViewerCommand::Brightness(200));
         assert_eq!(
             s.set_backlight(Backlight::Off),
@@ -121,7 +124,7 @@ mod tests {
 
     #[test]
     fn values_are_clamped_and_device_values_adopted() {
-        let mut s = settings();
+        let mut s = Settings::default();
         assert_eq!(s.set_brightness(300), ViewerCommand::Brightness(255));
         assert_eq!(s.set_brightness(-4), ViewerCommand::Brightness(0));
         assert_eq!(s.set_warmth(1023), ViewerCommand::Warmth(255));

@@ -61,10 +61,8 @@ impl Server {
         let settings = Settings {
             brightness: cfg.brightness,
             saved_brightness: cfg.brightness.max(1),
-            warmth: 128,
-            backlight_on: true,
-            running: true,
             tuning: cfg.tuning,
+            ..Settings::default()
         };
         let size = (cfg.resolution.width, cfg.resolution.height);
         let shared = Shared::new(settings, size, now_us());
