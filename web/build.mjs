@@ -1,4 +1,4 @@
-// Bundles the pages into dist/ (embedded into the framewire binary by crates/server/build.rs).
+// Bundles the pages into dist/ (embedded into the framewire binary by crates/http/build.rs).
 // A file is written only when its bytes change, so an unchanged tree leaves dist/ untouched
 // and cargo does not rebuild the server crate for nothing.
 import { build } from "esbuild";

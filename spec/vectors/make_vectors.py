@@ -6,7 +6,8 @@ and not from the Rust code, so the Rust tests (and every later client library) c
 encoders and decoders against bytes that no framewire encoder produced. The values used are
 listed in spec/vectors/README.md.
 
-Run: python3 spec/vectors/make_vectors.py   (rewrites spec/vectors/*.bin)
+Run: python3 spec/vectors/make_vectors.py   (rewrites spec/vectors/*.bin and
+spec/vectors/negotiation/*.bin)
 """
 import os
 import struct
@@ -41,6 +42,11 @@ VECTORS = {
     "v1_command": v1(0x40, struct.pack("<BII", 4, 1024, 768)),
     "v1_goodbye": v1(0x7F, struct.pack("<HH", 2, len(b"wrong or missing token")) + b"wrong or missing token"),
     "v1_hello_subscriber": v1(0x01, struct.pack("<HBI", 1, 4, 0) + s8("sensor/") + s8("")),
+    # capability negotiation (spec "Capability negotiation"): a viewer that declares only lz4
+    # (caps 0x00000001, no token) and the Welcome a framewire host (caps 0x0000000F) answers:
+    # caps 0x0000000F AND 0x00000001 = 0x00000001, i.e. lz4 frames and no Unchanged packets
+    "negotiation/v1_hello_lz4_only": v1(0x01, struct.pack("<HBI", 1, 1, 0x00000001) + s8("screen") + s8("")),
+    "negotiation/v1_welcome_lz4_only": v1(0x02, struct.pack("<HIQ", 1, 0x0F & 0x01, 0x1122334455667788)),
     "v1_sample": v1(0x50, s8("sensor/room_1") + s8("SIM409534") + struct.pack("<QQB", 17, 987654321, 2)
                     + s8("ADC1") + struct.pack("<Bq", 0, -592) + s8("T") + struct.pack("<Bd", 1, 21.5)),
     "v1_thermal": v1(0x51, s8("thermal/room_1") + s8("cam7") + struct.pack("<QQHH", 3, 1000, 3, 2)
@@ -56,6 +62,8 @@ VECTORS = {
 
 if __name__ == "__main__":
     for name, data in VECTORS.items():
-        with open(os.path.join(HERE, name + ".bin"), "wb") as f:
+        path = os.path.join(HERE, name + ".bin")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
             f.write(data)
     print(f"wrote {len(VECTORS)} vectors to {HERE}")

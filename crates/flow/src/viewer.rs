@@ -62,6 +62,40 @@ pub struct ViewerFlowStats {
     pub refresh_keyframes: u64,
 }
 
+impl ViewerFlowStats {
+    /// Each figure by name (the names `/metrics` uses), in declaration order.
+    pub fn fields(&self) -> [(&'static str, u64); 11] {
+        [
+            ("frames_planned", self.frames_planned),
+            ("keyframes", self.keyframes),
+            ("forced_keyframes", self.forced_keyframes),
+            ("deltas", self.deltas),
+            ("unchanged", self.unchanged),
+            ("skipped", self.skipped),
+            ("acks", self.acks),
+            ("unknown_acks", self.unknown_acks),
+            ("ack_timeouts", self.ack_timeouts),
+            ("keyframe_requests", self.keyframe_requests),
+            ("refresh_keyframes", self.refresh_keyframes),
+        ]
+    }
+
+    /// Adds another viewer's figures to these (totals that survive viewers leaving).
+    pub fn add(&mut self, o: &ViewerFlowStats) {
+        self.frames_planned += o.frames_planned;
+        self.keyframes += o.keyframes;
+        self.forced_keyframes += o.forced_keyframes;
+        self.deltas += o.deltas;
+        self.unchanged += o.unchanged;
+        self.skipped += o.skipped;
+        self.acks += o.acks;
+        self.unknown_acks += o.unknown_acks;
+        self.ack_timeouts += o.ack_timeouts;
+        self.keyframe_requests += o.keyframe_requests;
+        self.refresh_keyframes += o.refresh_keyframes;
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AckOutcome {
     /// RTT of the acknowledged frame, µs.

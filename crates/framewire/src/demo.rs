@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use framewire_server::viewer::{run_viewer, ViewerOptions, ViewerStats};
+use framewire_client::viewer::{run_viewer, ViewerOptions, ViewerStats};
 use framewire_server::{Protocol, Server, ServerConfig};
 
 use crate::cli::DemoArgs;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use framewire_server::control::{default_socket_path, request};
+use framewire_control::{default_socket_path, request};
 use framewire_telemetry::{LatencyReport, StageSummary};
 
 use crate::cli::{CtlArgs, LatencyArgs};

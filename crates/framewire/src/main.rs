@@ -1,19 +1,17 @@
 //! `framewire`: argument parsing and wiring only; the work is in the library crates.
 
 mod adb;
-mod bench_codec;
-mod bench_e2e;
-mod bench_ipc;
-mod bench_x11;
 mod cli;
 mod demo;
 mod inspect;
-mod loadgen;
 mod publish;
 mod serve;
 mod view;
 
 use clap::Parser;
+use framewire_bench::{
+    codec as bench_codec, e2e as bench_e2e, ipc as bench_ipc, loadgen, x11 as bench_x11,
+};
 
 /// mimalloc instead of glibc malloc: the sensor path allocates a few small objects per line
 /// (the sample, its readings), and glibc's `_int_malloc` was 9 % of the server's profile at

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use framewire_capture::{Damage, ShmPublisher, SyntheticSource};
-use framewire_server::clock::now_us;
 use framewire_server::SourceSpec;
+use framewire_telemetry::clock::now_us;
 
 use crate::cli::PublishArgs;
 

@@ -5,19 +5,10 @@ use std::net::SocketAddr;
 use anyhow::Context;
 use framewire_capture::Resolution;
 use framewire_codec::tune::{Tuning, PROFILES};
-use framewire_codec::BlockCodec;
-use framewire_server::control::{default_socket_path, default_status_path};
+use framewire_control::{default_socket_path, default_status_path};
 use framewire_server::{Server, ServerConfig, SourceSpec};
 
-use crate::cli::{CodecArg, ServeArgs, SourceArgs};
-
-pub fn codec(c: CodecArg) -> BlockCodec {
-    match c {
-        CodecArg::Lz4 => BlockCodec::Lz4,
-        CodecArg::Zstd => BlockCodec::Zstd(1),
-        CodecArg::Raw => BlockCodec::Raw,
-    }
-}
+use crate::cli::{ServeArgs, SourceArgs};
 
 pub fn source(a: &SourceArgs) -> anyhow::Result<(SourceSpec, Resolution)> {
     let res: Resolution = a.resolution.parse()?;
@@ -93,7 +84,7 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         *r = region;
         *cursor = !a.no_cursor;
         if !a.view_only {
-            input = Some(framewire_server::input::InputConfig {
+            input = Some(framewire_server::InputConfig {
                 display: display.clone(),
                 region,
             });
@@ -117,7 +108,7 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         http_addr: (!a.no_http).then(|| SocketAddr::new(a.bind, a.http_port)),
         token: a.token.clone(),
         insecure: a.insecure,
-        codec: codec(a.codec),
+        codec: a.codec.codec(),
         keyframe_interval: a.keyframe_interval,
         control_socket: Some(a.control_socket.clone().unwrap_or_else(default_socket_path)),
         status_file: Some(a.status_file.clone().unwrap_or_else(default_status_path)),
@@ -138,7 +129,7 @@ fn sensor_start(c: &str) -> anyhow::Result<Option<String>> {
         return Ok(None);
     }
     let c = c.to_ascii_uppercase();
-    if !framewire_server::devices::valid_command(&c) {
+    if !framewire_sensors::valid_command(&c) {
         anyhow::bail!(
             "--sensor-start {c:?}: a device command is A-Z, 0-9 and _, at most 32 (or none)"
         );

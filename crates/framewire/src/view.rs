@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::bail;
-use framewire_server::viewer::{run_viewer, ViewerOptions, ViewerStats};
+use framewire_client::viewer::{run_viewer, ViewerOptions, ViewerStats};
 use framewire_server::Protocol;
 
 use crate::cli::{ProtocolArg, ViewArgs};
@@ -47,7 +47,7 @@ pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
     };
     let mut last_title = std::time::Instant::now();
     let title_stats = stats.clone();
-    let on_frame = |ev: &framewire_server::viewer::FrameEvent<'_>| {
+    let on_frame = |ev: &framewire_client::viewer::FrameEvent<'_>| {
         let Some(w) = window.as_mut() else {
             return true;
         };
@@ -94,7 +94,7 @@ fn finish<S: serde::Serialize>(
 }
 
 async fn run_shm(name: String, a: ViewArgs) -> anyhow::Result<()> {
-    use framewire_server::shm_viewer::{self, ShmViewerStats};
+    use framewire_client::shm_viewer::{self, ShmViewerStats};
     use std::sync::atomic::{AtomicBool, Ordering};
     let stats = Arc::new(Mutex::new(ShmViewerStats::default()));
     let stop = Arc::new(AtomicBool::new(false));

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use framewire_capture::{FrameSource, Scene};
-use framewire_server::viewer::{run_viewer, ViewerOptions, ViewerStats};
+use framewire_client::viewer::{run_viewer, ViewerOptions, ViewerStats};
 use framewire_server::{Protocol, Server, ServerConfig, SourceSpec};
 use framewire_x11::{Region, X11Source};
 

@@ -7,34 +7,8 @@ use std::path::PathBuf;
 use framewire_capture::{Resolution, Scene};
 use framewire_codec::BlockCodec;
 use framewire_flow::InflightLimit;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    V1,
-    Daylight,
-}
-
-impl Protocol {
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::V1 => "framewire",
-            Protocol::Daylight => "daylight",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourceSpec {
-    Synthetic(Scene),
-    /// BGRA frames a local process publishes on this shared-memory route.
-    Shm(String),
-    /// An X11 screen (`None`: `$DISPLAY`), or a region of it, with or without the cursor.
-    X11 {
-        display: Option<String>,
-        region: Option<framewire_x11::Region>,
-        cursor: bool,
-    },
-}
+use framewire_mirror::input::InputConfig;
+use framewire_mirror::{MirrorConfig, SourceSpec};
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -72,7 +46,7 @@ pub struct ServerConfig {
     /// Also publish every frame to this shared-memory route (see `shm_export.rs`).
     pub shm_export: Option<String>,
     /// Inject viewers' input into this X display (`None`: view only).
-    pub input: Option<crate::input::InputConfig>,
+    pub input: Option<InputConfig>,
     /// The token a viewer presents to send input (it may view with it too).
     pub control_token: Option<String>,
     /// The Daylight app's touch port; always loopback (adb reverse arrives there).
@@ -114,6 +88,23 @@ impl Default for ServerConfig {
 }
 
 impl ServerConfig {
+    /// The mirror's part of the configuration.
+    pub fn mirror(&self) -> MirrorConfig {
+        MirrorConfig {
+            source: self.source.clone(),
+            resolution: self.resolution,
+            fps: self.fps,
+            codec: self.codec,
+            keyframe_interval: self.keyframe_interval,
+            row_deltas: self.row_deltas,
+            limit: self.limit,
+            ack_timeout_us: self.ack_timeout_us,
+            trace_frames: self.trace_frames.clone(),
+            brightness: self.brightness,
+            tuning: self.tuning,
+        }
+    }
+
     /// Refuses to expose a screen beyond loopback without a token (or an explicit
     /// `--insecure`). The Daylight app cannot send a token, so its listener needs `--insecure`
     /// to leave loopback.

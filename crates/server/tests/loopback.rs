@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use framewire_capture::{Scene, SyntheticSource};
+use framewire_client::viewer::{run_viewer, ViewerOptions, ViewerStats};
 use framewire_codec::checksum::picture_checksum;
 use framewire_codec::grey::{to_grey_scalar, PixelOrder};
 use framewire_proto::v1::{self, goodbye, Packet, Role};
-use framewire_server::viewer::{run_viewer, ViewerOptions, ViewerStats};
 use framewire_server::{Protocol, Server, ServerConfig, ServerHandle, SourceSpec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -497,7 +497,7 @@ async fn control_socket_commands_reach_viewers_and_latency_is_measured() {
     wait_for("frames", 10.0, || v.frames() >= 60 && dl.frames() >= 60).await;
     // The default brightness is sent on connect, as the Daylight host does.
     assert_eq!(dl.stats.lock().unwrap().brightness, Some(128));
-    let reply = framewire_server::control::request(&sock, "brightness 200")
+    let reply = framewire_control::request(&sock, "brightness 200")
         .await
         .unwrap();
     assert_eq!(reply, "OK 200\n");
@@ -507,7 +507,7 @@ async fn control_socket_commands_reach_viewers_and_latency_is_measured() {
     })
     .await;
     // The backlight goes off as brightness 0 and on again as the brightness before.
-    let reply = framewire_server::control::request(&sock, "backlight off")
+    let reply = framewire_control::request(&sock, "backlight off")
         .await
         .unwrap();
     assert_eq!(reply, "OK off\n");
@@ -515,7 +515,7 @@ async fn control_socket_commands_reach_viewers_and_latency_is_measured() {
         dl.stats.lock().unwrap().brightness == Some(0)
     })
     .await;
-    let reply = framewire_server::control::request(&sock, "backlight on")
+    let reply = framewire_control::request(&sock, "backlight on")
         .await
         .unwrap();
     assert_eq!(reply, "OK on\n");
@@ -524,7 +524,7 @@ async fn control_socket_commands_reach_viewers_and_latency_is_measured() {
     })
     .await;
     // A live resolution change: both kinds of viewer get the new size and a correct picture.
-    let reply = framewire_server::control::request(&sock, "resolution 256x192")
+    let reply = framewire_control::request(&sock, "resolution 256x192")
         .await
         .unwrap();
     assert_eq!(reply, "OK 256x192 (restarting)\n");
@@ -545,9 +545,7 @@ async fn control_socket_commands_reach_viewers_and_latency_is_measured() {
     assert_eq!(v.stats.lock().unwrap().checksum_failures, 0);
     assert_eq!(dl.stats.lock().unwrap().decode_errors, 0);
     assert_eq!(v.seen().iter().filter(|s| s.ok != Some(true)).count(), 0);
-    let lat = framewire_server::control::request(&sock, "LATENCY")
-        .await
-        .unwrap();
+    let lat = framewire_control::request(&sock, "LATENCY").await.unwrap();
     assert!(lat.starts_with("OK\nfps="), "{lat}");
     assert!(lat.contains("\nclients=2\n"), "{lat}");
     let r = server.report();
@@ -664,7 +662,7 @@ async fn an_undamaged_screen_costs_no_conversion_or_encoding() {
 /// reading it in place; its file goes away with the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shm_export_delivers_exact_pictures_to_a_local_viewer() {
-    use framewire_server::shm_viewer::{self, ShmViewerStats};
+    use framewire_client::shm_viewer::{self, ShmViewerStats};
     use std::sync::atomic::AtomicBool;
     let name = format!("loopback-{}", std::process::id());
     let mut cfg = config(Scene::Mixed, 320, 240);
@@ -725,7 +723,7 @@ async fn a_local_publisher_feeds_the_server_through_shared_memory() {
             }
             let px = src.render(i).to_vec();
             publisher
-                .publish(i, framewire_server::clock::now_us(), w, h, Some(&px))
+                .publish(i, framewire_telemetry::clock::now_us(), w, h, Some(&px))
                 .unwrap();
             std::thread::sleep(std::time::Duration::from_millis(16));
         }

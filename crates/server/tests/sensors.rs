@@ -228,7 +228,7 @@ async fn a_v1_subscriber_receives_samples_over_tcp() {
 /// lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn a_stalled_hub_pushes_back_on_devices_and_loses_nothing() {
-    use framewire_server::streams::INPUT_CAPACITY;
+    use framewire_sensors::streams::INPUT_CAPACITY;
     let server = server().await;
     let addr = server.sensor_addr.unwrap();
     let streams = server.streams().unwrap().clone();
@@ -286,7 +286,7 @@ async fn a_stalled_hub_pushes_back_on_devices_and_loses_nothing() {
 /// Commands reach devices through the control socket, by location, serial or `all`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_socket_commands_reach_devices() {
-    use framewire_server::control::request;
+    use framewire_control::request;
     let sock = std::env::temp_dir().join(format!("fw-devcmd-{}.sock", std::process::id()));
     let server = Server::start(ServerConfig {
         v1_addr: None,
@@ -487,7 +487,7 @@ fn capture_like_stream() -> (Vec<u8>, Vec<usize>) {
     (bytes, cuts)
 }
 
-async fn next(sub: &framewire_server::streams::Subscription) -> Item {
+async fn next(sub: &framewire_sensors::streams::Subscription) -> Item {
     match tokio::time::timeout(Duration::from_secs(10), sub.next()).await {
         Ok(Delivery::Item(i)) => i,
         other => panic!("expected an item, got {other:?}"),

@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use framewire_client::viewer::{run_viewer, ViewerOptions, ViewerStats};
 use framewire_proto::daylight::{Touch as TouchPacket, TouchKind};
 use framewire_proto::v1::{self, InputKind, Packet, Role};
-use framewire_server::input::InputConfig;
-use framewire_server::viewer::{run_viewer, ViewerOptions, ViewerStats};
+use framewire_server::InputConfig;
 use framewire_server::{Protocol, Server, ServerConfig, SourceSpec};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -232,11 +232,7 @@ async fn display_tuning_is_applied_live_and_kept_right_under_damage() {
     // Live, through the control socket: every row changes, and the viewer verifies it.
     let ctl = |line: &'static str| {
         let sock = sock.clone();
-        async move {
-            framewire_server::control::request(&sock, line)
-                .await
-                .unwrap()
-        }
+        async move { framewire_control::request(&sock, line).await.unwrap() }
     };
     assert_eq!(ctl("SHARPEN 1").await, "OK 1.0\n");
     assert!(ctl("gamma 0.8").await.starts_with("OK"));

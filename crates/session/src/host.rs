@@ -80,12 +80,27 @@ pub enum Event {
         code: u32,
         control: bool,
     },
-    /// Count one of this (a stable counter name).
-    Count(&'static str),
+    /// Something the runtime counts.
+    Count(HostCount),
     /// A packet that breaks the protocol: the session says goodbye (v1) and ends.
     Rejected(ProtoError),
     /// The viewer said goodbye.
     ViewerLeft { code: u16, reason: String },
+}
+
+/// What a host session reports for the runtime's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostCount {
+    /// A Daylight delta too small for the app to apply, sent as a keyframe instead.
+    DeltaSentAsKeyframe,
+    /// The viewer's ACK said its picture's checksum did not match.
+    ViewerChecksumMismatch,
+    /// The viewer's ACK said it could not decode the frame.
+    ViewerDecodeError,
+    /// A pong that answered no ping in flight.
+    PongDropped,
+    /// An ACK for a frame that was not in flight.
+    UnknownAck,
 }
 
 pub struct HostSession<W: Wire> {
@@ -208,7 +223,7 @@ impl<W: Wire> HostSession<W> {
                 let out = self.wire.delta(f, &mut self.head);
                 if out.keyframe {
                     self.events
-                        .push_back(Event::Count("deltas_sent_as_keyframes"));
+                        .push_back(Event::Count(HostCount::DeltaSentAsKeyframe));
                 }
                 out
             }
@@ -290,8 +305,8 @@ impl<W: Wire> HostSession<W> {
                 }
                 if status != AckStatus::Applied {
                     self.events.push_back(Event::Count(match status {
-                        AckStatus::ChecksumMismatch => "viewer_checksum_mismatch",
-                        _ => "viewer_decode_errors",
+                        AckStatus::ChecksumMismatch => HostCount::ViewerChecksumMismatch,
+                        _ => HostCount::ViewerDecodeError,
                     }));
                     self.flow.request_keyframe();
                 }
@@ -306,7 +321,7 @@ impl<W: Wire> HostSession<W> {
             }),
             Packet::Ping { id, sent_us } => {
                 if self.transmits.len() >= CONTROL_QUEUE {
-                    self.events.push_back(Event::Count("pongs_dropped"));
+                    self.events.push_back(Event::Count(HostCount::PongDropped));
                 } else {
                     self.control_packet(Packet::Pong {
                         id,
@@ -360,7 +375,7 @@ impl<W: Wire> HostSession<W> {
                 Some(rtt)
             }
             AckOutcome::Unknown => {
-                self.events.push_back(Event::Count("acks_unknown"));
+                self.events.push_back(Event::Count(HostCount::UnknownAck));
                 None
             }
         }

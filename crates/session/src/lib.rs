@@ -1,6 +1,6 @@
 //! framewire's session core, without I/O: what a host decides about one viewer, from what the
 //! viewer sent and the time it is given, and nothing else: no sockets, threads, async runtime or clock
-//! of its own (the shape of `quinn-proto`). The runtime (`framewire-server`) moves the bytes,
+//! of its own (the shape of `quinn-proto`). The runtime (`framewire-mirror`, `framewire-client`) moves the bytes,
 //! reads the clock and applies the decisions; tests drive whole conversations in memory.
 //!
 //! | file | what it decides |
@@ -12,11 +12,13 @@
 //! | `frame.rs` | a captured frame as every viewer shares it (payloads made once per codec) |
 //! | `wire.rs` | the trait that turns a session's decisions into one protocol's bytes |
 //! | `wire_v1.rs`, `wire_daylight.rs` | framewire v1 and the Daylight app's wire format |
+//! | `protocol.rs` | which of the two a connection speaks |
 
 pub mod frame;
 pub mod handshake;
 pub mod host;
 pub mod negotiate;
+mod protocol;
 pub mod viewer;
 pub mod wire;
 pub mod wire_daylight;
@@ -24,8 +26,9 @@ pub mod wire_v1;
 
 pub use frame::{FrameMeta, Payload, SourceFrame};
 pub use handshake::{check_hello, token_matches, HelloRules, Refusal};
-pub use host::{Event, HostConfig, HostSession, Transmit, ViewerReader};
+pub use host::{Event, HostConfig, HostCount, HostSession, Transmit, ViewerReader};
 pub use negotiate::{negotiate, Negotiated};
+pub use protocol::Protocol;
 pub use viewer::{Shown, ViewerEvent, ViewerHello, ViewerSession};
 pub use wire::{ViewerCommand, Wire, Work};
 pub use wire_daylight::DaylightWire;

@@ -10,8 +10,8 @@ use framewire_flow::{InflightLimit, Plan};
 use framewire_proto::daylight::{self, HostDecoder, HostPacket, ViewerPacket};
 use framewire_proto::v1::{self, caps, goodbye, AckStatus, Packet};
 use framewire_session::{
-    negotiate, DaylightWire, Event, FrameMeta, HostConfig, HostSession, Payload, SourceFrame,
-    Transmit, V1Wire, ViewerCommand, ViewerReader, Wire,
+    negotiate, DaylightWire, Event, FrameMeta, HostConfig, HostCount, HostSession, Payload,
+    SourceFrame, Transmit, V1Wire, ViewerCommand, ViewerReader, Wire,
 };
 
 const W: u32 = 64;
@@ -22,7 +22,7 @@ fn picture(n: u64) -> Vec<u8> {
     let mut p: Vec<u8> = (0..W * H).map(|i| (i % 251) as u8).collect();
     let band = (n as usize % 6) * 8;
     for b in &mut p[band * W as usize..(band + 4) * W as usize] {
-        *b = b.wrapping_add(n as u8 * 17 + 1);
+        *b = b.wrapping_add((n as u8).wrapping_mul(17).wrapping_add(1));
     }
     p
 }
@@ -294,7 +294,7 @@ fn a_checksum_mismatch_brings_a_forced_keyframe() {
         host.handle_bytes(now + 500, &acks);
         let (_, events) = drain(&mut host);
         if i == 2 {
-            assert!(events.contains(&Event::Count("viewer_checksum_mismatch")));
+            assert!(events.contains(&Event::Count(HostCount::ViewerChecksumMismatch)));
         }
         if i == 3 {
             assert_eq!(plan, Plan::Keyframe { forced: true });

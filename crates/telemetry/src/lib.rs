@@ -1,14 +1,16 @@
-//! framewire telemetry: named drop/event counters, rolling sample windows for per-stage
-//! timings and RTT, and the report formats read by `framewire latency`, the control socket and
-//! the status file. No clock: callers pass durations in; the only reads are a process's own
-//! figures from `/proc` (`process`).
+//! framewire telemetry: typed counter sets, rolling sample windows for per-stage timings and
+//! RTT, per-stage Prometheus histograms, the runtime's clock, and the report formats read by
+//! `framewire latency`, the control socket and the status file.
 
+pub mod clock;
 mod counters;
 pub mod process;
 mod report;
+pub mod stages;
 pub mod stats;
 mod window;
 
-pub use counters::{Counter, Counters};
+pub use counters::{Counter, CounterRegistry, CounterSet, Family, Visit};
 pub use report::{format_daylight_latency, LatencyReport, StageSummary};
+pub use stages::{observe_us, StageHistograms};
 pub use window::SampleWindow;

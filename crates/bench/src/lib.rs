@@ -1,0 +1,18 @@
+//! framewire's benchmark programs and load generator (`framewire bench …`, `framewire
+//! loadgen`). Each prints a table (or `--json`); results go in BENCHMARKS.md with the machine.
+//!
+//! | file | what it measures |
+//! |---|---|
+//! | `args.rs` | their command-line arguments |
+//! | `codec.rs` | per-stage codec cost for every scene at every preset |
+//! | `e2e.rs` | loopback end-to-end latency (capture → applied) with several viewers |
+//! | `ipc.rs` | shared-memory transport between processes |
+//! | `x11.rs` | X11 capture on Xvfb, and a server's CPU on an unchanged screen |
+//! | `loadgen.rs` | the sensor listener under load, end to end through a subscriber |
+
+pub mod args;
+pub mod codec;
+pub mod e2e;
+pub mod ipc;
+pub mod loadgen;
+pub mod x11;

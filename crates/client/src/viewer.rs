@@ -1,0 +1,452 @@
+//! The headless viewer: connects with either protocol, decompresses, applies, verifies every
+//! checksum (framewire v1), ACKs after applying, and keeps per-stage statistics. The demo,
+//! `framewire view --headless` and the end-to-end tests all use it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+use bytes::BytesMut;
+use framewire_codec::{BlockCodec, Picture};
+use framewire_proto::daylight::{self, HostDecoder, HostPacket, ViewerPacket};
+use framewire_proto::v1::{self, caps, AckStatus};
+use framewire_telemetry::SampleWindow;
+use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use framewire_session::Protocol;
+use framewire_session::{Shown, ViewerEvent, ViewerHello, ViewerSession};
+use framewire_telemetry::clock::now_us;
+
+#[derive(Debug, Clone)]
+pub struct ViewerOptions {
+    pub addr: String,
+    pub protocol: Protocol,
+    pub token: Option<String>,
+    /// Stop after this many frames (all kinds); `None` runs until the server leaves.
+    pub max_frames: Option<u64>,
+    /// While set, the viewer stops reading its socket (to test back-pressure).
+    pub paused: Arc<AtomicBool>,
+    /// Capabilities declared in the Hello (v1); the host sends only what they allow.
+    pub caps: u32,
+}
+
+impl ViewerOptions {
+    pub fn new(addr: impl Into<String>, protocol: Protocol) -> Self {
+        ViewerOptions {
+            addr: addr.into(),
+            protocol,
+            token: None,
+            max_frames: None,
+            paused: Arc::new(AtomicBool::new(false)),
+            caps: caps::ALL,
+        }
+    }
+}
+
+/// Counters and timing windows (µs) of one viewer.
+#[derive(Debug, Clone, Serialize)]
+pub struct ViewerStats {
+    pub protocol: &'static str,
+    pub width: u32,
+    pub height: u32,
+    pub frames: u64,
+    pub keyframes: u64,
+    pub deltas: u64,
+    pub unchanged: u64,
+    pub bytes: u64,
+    /// Source frames this viewer never saw (v1 sequence gaps; the server skipped them for it).
+    pub drops: u64,
+    pub checksum_failures: u64,
+    pub decode_errors: u64,
+    pub last_seq: Option<u64>,
+    pub brightness: Option<u8>,
+    pub warmth: Option<u8>,
+    /// The codec of the last frame received.
+    pub codec: Option<&'static str>,
+    #[serde(skip)]
+    pub recv_us: SampleWindow,
+    #[serde(skip)]
+    pub decompress_us: SampleWindow,
+    #[serde(skip)]
+    pub apply_us: SampleWindow,
+    #[serde(skip)]
+    pub total_us: SampleWindow,
+    #[serde(skip)]
+    pub e2e_us: SampleWindow,
+    #[serde(skip)]
+    pub applied_at: SampleWindow,
+    #[serde(skip)]
+    pub payload_bytes: SampleWindow,
+}
+
+impl Default for ViewerStats {
+    fn default() -> Self {
+        ViewerStats {
+            protocol: "",
+            width: 0,
+            height: 0,
+            frames: 0,
+            keyframes: 0,
+            deltas: 0,
+            unchanged: 0,
+            bytes: 0,
+            drops: 0,
+            checksum_failures: 0,
+            decode_errors: 0,
+            last_seq: None,
+            brightness: None,
+            warmth: None,
+            codec: None,
+            recv_us: SampleWindow::new(300),
+            decompress_us: SampleWindow::new(300),
+            apply_us: SampleWindow::new(300),
+            total_us: SampleWindow::new(300),
+            e2e_us: SampleWindow::new(600),
+            applied_at: SampleWindow::new(120),
+            payload_bytes: SampleWindow::new(300),
+        }
+    }
+}
+
+fn ms(w: &SampleWindow) -> f64 {
+    w.avg().unwrap_or(0.0) / 1000.0
+}
+
+impl ViewerStats {
+    pub fn fps(&self) -> f64 {
+        match (
+            self.applied_at.len(),
+            self.applied_at.percentile(0.0),
+            self.applied_at.max(),
+        ) {
+            (n, Some(a), Some(b)) if n > 1 && b > a => (n - 1) as f64 * 1e6 / (b - a),
+            _ => 0.0,
+        }
+    }
+
+    /// The one-line summary printed every few seconds (the Android viewer's logcat line).
+    pub fn line(&self) -> String {
+        let e2e = if self.e2e_us.is_empty() {
+            "n/a".to_string()
+        } else {
+            format!(
+                "{:.2}/{:.2}ms",
+                ms(&self.e2e_us),
+                self.e2e_us.percentile(99.0).unwrap_or(0.0) / 1000.0
+            )
+        };
+        format!(
+            "{} {}x{} | fps {:.1} | recv {:.2}ms | lz4 {:.2}ms | delta {:.2}ms | total {:.2}ms | e2e avg/p99 {} | {:.0}KB | drops {} | checksum failures {} | frames {}",
+            self.protocol,
+            self.width,
+            self.height,
+            self.fps(),
+            ms(&self.recv_us),
+            ms(&self.decompress_us),
+            ms(&self.apply_us),
+            ms(&self.total_us),
+            e2e,
+            self.payload_bytes.avg().unwrap_or(0.0) / 1024.0,
+            self.drops,
+            self.checksum_failures,
+            self.frames
+        )
+    }
+}
+
+/// What the viewer just applied, passed to the caller's callback.
+pub struct FrameEvent<'a> {
+    /// v1: the source frame number; Daylight: the connection's frame number.
+    pub seq: u64,
+    pub keyframe: bool,
+    pub unchanged: bool,
+    pub width: u32,
+    pub height: u32,
+    /// The picture as applied (rows, checksum; see [`Picture::rows`] and [`Picture::to_vec`]).
+    pub picture: &'a Picture,
+    /// v1 only: whether the picture matches the host's checksum.
+    pub checksum_ok: Option<bool>,
+}
+
+impl<'a> FrameEvent<'a> {
+    fn of(
+        picture: &'a Picture,
+        seq: u64,
+        keyframe: bool,
+        unchanged: bool,
+        checksum_ok: Option<bool>,
+    ) -> Self {
+        FrameEvent {
+            seq,
+            keyframe,
+            unchanged,
+            width: picture.width(),
+            height: picture.height(),
+            picture,
+            checksum_ok,
+        }
+    }
+}
+
+/// Runs a viewer until the server leaves, `max_frames` is reached, or `on_frame` returns false.
+pub async fn run_viewer(
+    opts: ViewerOptions,
+    stats: Arc<Mutex<ViewerStats>>,
+    on_frame: impl FnMut(&FrameEvent<'_>) -> bool,
+) -> anyhow::Result<()> {
+    let sock = TcpStream::connect(&opts.addr).await.with_context(|| {
+        format!(
+            "connecting to {} ({} protocol)",
+            opts.addr,
+            opts.protocol.name()
+        )
+    })?;
+    sock.set_nodelay(true)?;
+    lock(&stats).protocol = opts.protocol.name();
+    match opts.protocol {
+        Protocol::V1 => run_v1(sock, opts, stats, on_frame).await,
+        Protocol::Daylight => run_daylight(sock, opts, stats, on_frame).await,
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+async fn wait_unpaused(p: &AtomicBool) {
+    while p.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Tracks when the first byte of the packet being received arrived.
+struct RecvClock(Option<u64>);
+
+impl RecvClock {
+    fn bytes_arrived(&mut self, now: u64) {
+        self.0.get_or_insert(now);
+    }
+    /// A packet completed at `now`; returns its receive time.
+    fn packet_done(&mut self, now: u64, more_pending: bool) -> u64 {
+        let r = now - self.0.unwrap_or(now);
+        self.0 = more_pending.then_some(now);
+        r
+    }
+}
+
+async fn run_v1(
+    mut sock: TcpStream,
+    opts: ViewerOptions,
+    stats: Arc<Mutex<ViewerStats>>,
+    mut on_frame: impl FnMut(&FrameEvent<'_>) -> bool,
+) -> anyhow::Result<()> {
+    let hello = ViewerHello {
+        caps: opts.caps,
+        stream: "screen".into(),
+        token: opts.token.clone().unwrap_or_default(),
+    };
+    let mut session = ViewerSession::new(hello, now_us);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut rc = RecvClock(None);
+    let mut frames = 0u64;
+    loop {
+        session.handle_timeout(now_us());
+        while let Some(b) = session.poll_transmit() {
+            sock.write_all(&b).await?;
+        }
+        while let Some(e) = session.poll_event() {
+            // What handling it produced (its ACK, a pong) goes out before the caller's work.
+            while let Some(b) = session.poll_transmit() {
+                sock.write_all(&b).await?;
+            }
+            let shown = match e {
+                ViewerEvent::Shown(s) => s,
+                ViewerEvent::Size { width, height } => {
+                    let mut s = lock(&stats);
+                    (s.width, s.height) = (width, height);
+                    continue;
+                }
+                ViewerEvent::Command { code, a } => {
+                    let mut s = lock(&stats);
+                    match code {
+                        v1::CommandCode::Brightness => s.brightness = Some(a.min(255) as u8),
+                        v1::CommandCode::Warmth => s.warmth = Some(a.min(255) as u8),
+                        _ => {}
+                    }
+                    continue;
+                }
+                ViewerEvent::Welcomed { .. } => continue,
+                ViewerEvent::Goodbye { code, reason } => {
+                    if code == v1::goodbye::NORMAL || code == v1::goodbye::SHUTDOWN {
+                        return Ok(());
+                    }
+                    bail!("the server closed the connection: {reason} (code {code})");
+                }
+                ViewerEvent::Error(e) => bail!("bad packet from the server: {e}"),
+            };
+            record_shown(&stats, &shown, rc.packet_done(shown.received_us, false));
+            frames += 1;
+            let ev = FrameEvent::of(
+                session.picture(),
+                shown.seq,
+                shown.keyframe,
+                shown.unchanged,
+                Some(shown.ok),
+            );
+            if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
+                return Ok(());
+            }
+        }
+        wait_unpaused(&opts.paused).await;
+        let wake = session.poll_timeout().map(|t| t.saturating_sub(now_us()));
+        let n = tokio::select! {
+            r = sock.read(&mut buf) => r?,
+            _ = sleep_for(wake) => continue,
+        };
+        if n == 0 {
+            bail!("the server closed the connection");
+        }
+        let now = now_us();
+        rc.bytes_arrived(now);
+        session.handle_bytes(now, &buf[..n]);
+    }
+}
+
+async fn sleep_for(us: Option<u64>) {
+    match us {
+        Some(us) => tokio::time::sleep(Duration::from_micros(us)).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Counts a v1 frame or unchanged packet the session handled and ACKed.
+fn record_shown(stats: &Mutex<ViewerStats>, sh: &Shown, recv: u64) {
+    let mut s = lock(stats);
+    let status = match (sh.ok, sh.decode_error) {
+        (true, _) => AckStatus::Applied,
+        (false, true) => AckStatus::DecodeError,
+        (false, false) => AckStatus::ChecksumMismatch,
+    };
+    let total = sh.decompress_us + sh.apply_us;
+    record(&mut s, sh.seq, recv, total, sh.bytes, status);
+    if sh.unchanged {
+        s.unchanged += 1;
+    } else if sh.keyframe {
+        s.keyframes += 1;
+    } else {
+        s.deltas += 1;
+    }
+    if sh.codec.is_some() {
+        s.codec = sh.codec;
+    }
+    if !sh.unchanged && !sh.decode_error {
+        s.decompress_us.push(sh.decompress_us as f64);
+        s.apply_us.push(sh.apply_us as f64);
+    }
+    if let Some(e2e) = sh.end_to_end_us {
+        s.e2e_us.push(e2e as f64);
+    }
+    s.applied_at.push(sh.applied_us as f64);
+}
+
+fn record(s: &mut ViewerStats, seq: u64, recv: u64, total: u64, bytes: usize, status: AckStatus) {
+    if let Some(last) = s.last_seq {
+        s.drops += seq.saturating_sub(last + 1);
+    }
+    s.last_seq = Some(seq);
+    s.frames += 1;
+    s.bytes += bytes as u64;
+    s.recv_us.push(recv as f64);
+    s.total_us.push(total as f64);
+    s.payload_bytes.push(bytes as f64);
+    match status {
+        AckStatus::Applied => {}
+        AckStatus::ChecksumMismatch => s.checksum_failures += 1,
+        AckStatus::DecodeError => s.decode_errors += 1,
+    }
+}
+
+async fn run_daylight(
+    mut sock: TcpStream,
+    opts: ViewerOptions,
+    stats: Arc<Mutex<ViewerStats>>,
+    mut on_frame: impl FnMut(&FrameEvent<'_>) -> bool,
+) -> anyhow::Result<()> {
+    let mut dec = HostDecoder::new(daylight::DEFAULT_MAX_PAYLOAD);
+    let mut picture = Picture::new(0, 0);
+    let mut out = BytesMut::with_capacity(16);
+    let mut rc = RecvClock(None);
+    let mut frames = 0u64;
+    loop {
+        while let Some(p) = dec
+            .next_packet()
+            .map_err(|e| anyhow!("bad packet from the server: {e}"))?
+        {
+            let now = now_us();
+            let recv = rc.packet_done(now, !dec.buffer_mut().is_empty());
+            match p {
+                HostPacket::Resolution { width, height } => {
+                    picture.resize(width as u32, height as u32);
+                    let mut s = lock(&stats);
+                    (s.width, s.height) = (width as u32, height as u32);
+                }
+                HostPacket::Command { cmd, value } => {
+                    let mut s = lock(&stats);
+                    match cmd {
+                        daylight::CMD_BRIGHTNESS => s.brightness = Some(value),
+                        daylight::CMD_WARMTH => s.warmth = Some(value),
+                        _ => {}
+                    }
+                }
+                HostPacket::Frame {
+                    keyframe,
+                    seq,
+                    payload,
+                } => {
+                    let t0 = now_us();
+                    let r = picture.decode(keyframe, BlockCodec::Lz4, &payload);
+                    let t1 = now_us();
+                    picture.apply();
+                    let t2 = now_us();
+                    // Daylight ACKs after applying, whatever happened (the protocol has no
+                    // error report); a failure is counted here and recovers at a keyframe.
+                    out.clear();
+                    ViewerPacket::Ack { seq }.encode(&mut out);
+                    sock.write_all(&out).await?;
+                    frames += 1;
+                    {
+                        let mut s = lock(&stats);
+                        let status = if r.is_ok() {
+                            AckStatus::Applied
+                        } else {
+                            AckStatus::DecodeError
+                        };
+                        record(&mut s, seq as u64, recv, t2 - t0, payload.len(), status);
+                        if keyframe {
+                            s.keyframes += 1
+                        } else {
+                            s.deltas += 1
+                        }
+                        if r.is_ok() {
+                            s.decompress_us.push((t1 - t0) as f64);
+                            s.apply_us.push((t2 - t1) as f64);
+                        }
+                        s.applied_at.push(t2 as f64);
+                    }
+                    let ev = FrameEvent::of(&picture, seq as u64, keyframe, false, None);
+                    if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        wait_unpaused(&opts.paused).await;
+        if sock.read_buf(dec.buffer_mut()).await? == 0 {
+            bail!("the server closed the connection");
+        }
+        rc.bytes_arrived(now_us());
+    }
+}

@@ -1,0 +1,51 @@
+//! The control side of a running server: the Unix control socket (the Daylight host's verbs,
+//! answered in its words, and framewire's own) and the status file.
+//!
+//! | file | what |
+//! |---|---|
+//! | `socket.rs` | default paths, binding, one command per connection, the client's `request` |
+//! | `verbs.rs` | each verb: parse the argument, change or read the mirror, word the reply |
+//! | `status_file.rs` | the Daylight status keys, rewritten atomically every 2 s |
+
+mod socket;
+mod status_file;
+mod verbs;
+
+use std::sync::Arc;
+
+use framewire_mirror::Mirror;
+use framewire_sensors::Sensors;
+use framewire_telemetry::{counter_set, Counter, CounterRegistry};
+
+pub use socket::{bind, default_socket_path, default_status_path, request, serve, MAX_LINE};
+pub use status_file::run as run_status_file;
+pub use verbs::execute;
+
+counter_set! {
+    /// What the control side counts.
+    pub struct ControlCounters {
+        control_accept_errors: Counter,
+        control_errors: Counter,
+        status_file_errors: Counter,
+    }
+}
+
+/// What the verbs act on: the mirror and, when the sensor listener is on, the devices.
+pub struct Target {
+    pub mirror: Arc<Mirror>,
+    pub sensors: Option<Sensors>,
+    pub counters: Arc<ControlCounters>,
+}
+
+impl Target {
+    /// The control side's target; its counters join `registry`.
+    pub fn new(mirror: Arc<Mirror>, sensors: Option<Sensors>, registry: &CounterRegistry) -> Self {
+        let counters = Arc::new(ControlCounters::default());
+        registry.register(counters.clone());
+        Target {
+            mirror,
+            sensors,
+            counters,
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! One viewer connection: a single task owns its [`HostSession`] and only moves bytes and
+//! timestamps. It reads what the viewer sends, offers it the newest frame whenever its flow
+//! has room, passes on display commands, wakes at the session's own timeout (pings, ACK
+//! timeouts) and writes what the session queues. Nothing is shared with another task but the
+//! published figures; a viewer whose socket stops draining blocks only this task.
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::BufMut;
+use bytes::BytesMut;
+use framewire_flow::Plan;
+use framewire_session::{Event, HostSession, SourceFrame, Transmit, Wire};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::broadcast;
+use tracing::{debug, warn};
+
+use framewire_session::HostCount;
+use framewire_telemetry::clock::now_us;
+use framewire_telemetry::observe_us;
+
+use crate::mirror::{lock, Mirror, ViewerShared};
+
+/// Appends one line per frame sent to the trace file, if tracing is on.
+pub type Trace = Option<Arc<Mutex<std::fs::File>>>;
+
+/// Opens the frame trace file for appending, if one is configured.
+pub(crate) fn open_trace(path: Option<&std::path::Path>) -> anyhow::Result<Trace> {
+    use anyhow::Context;
+    let Some(p) = path else { return Ok(None) };
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p)
+        .with_context(|| format!("opening trace file {}", p.display()))?;
+    Ok(Some(Arc::new(Mutex::new(f))))
+}
+
+/// Payloads up to this size are copied behind their header so both go out in one write.
+const COALESCE_MAX: usize = 64 * 1024;
+/// Bytes read from the viewer at a time (ACKs, pings, input: small packets).
+const READ_BUF: usize = 16 * 1024;
+
+struct SessionCtx {
+    mirror: Arc<Mirror>,
+    viewer: Arc<ViewerShared>,
+}
+
+/// Runs the session until the viewer leaves, breaks the protocol, or the server stops.
+pub(crate) async fn drive<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
+    mut session: HostSession<W>,
+    mirror: Arc<Mirror>,
+    viewer: Arc<ViewerShared>,
+    mut sock: S,
+) -> io::Result<()> {
+    let cx = SessionCtx { mirror, viewer };
+    let mirror = cx.mirror.clone();
+    let mut frames = mirror.frames.subscribe();
+    frames.mark_changed();
+    let mut cmds = mirror.commands.subscribe();
+    let mut shutdown = mirror.stop.subscribe();
+    let mut rbuf = vec![0u8; READ_BUF];
+    let mut wbuf = BytesMut::with_capacity(COALESCE_MAX * 2);
+    // What the viewer sent right behind its Hello is already in the session's reader.
+    session.handle_bytes(now_us(), &[]);
+    loop {
+        let now = now_us();
+        session.handle_timeout(now);
+        flush(&mut session, &cx, &mut sock, &mut wbuf).await?;
+        if session.is_done() {
+            return Ok(());
+        }
+        let can = session.can_send(now);
+        if can && frames.has_changed().unwrap_or(false) {
+            offer(&mut session, &mirror, &mut frames).await?;
+            continue;
+        }
+        let wake = session.poll_timeout().map(|t| t.saturating_sub(now));
+        tokio::select! {
+            biased;
+            _ = shutdown.changed() => return Ok(()),
+            r = sock.read(&mut rbuf) => match r? {
+                0 => return Ok(()),
+                n => session.handle_bytes(now_us(), &rbuf[..n]),
+            },
+            r = frames.changed(), if can => {
+                r.map_err(|_| io::Error::other("capture stopped"))?;
+                offer(&mut session, &mirror, &mut frames).await?;
+            }
+            c = cmds.recv() => match c {
+                Ok(c) => session.command(c),
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    mirror.counters.commands_lagged.add(n)
+                }
+                Err(broadcast::error::RecvError::Closed) => return Ok(()),
+            },
+            _ = sleep_for(wake) => {}
+        }
+    }
+}
+
+async fn sleep_for(us: Option<u64>) {
+    match us {
+        Some(us) => tokio::time::sleep(Duration::from_micros(us)).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Offers the newest frame: planned by the session, compressed off the async workers when it
+/// needs compressing, then sent.
+async fn offer<W: Wire>(
+    session: &mut HostSession<W>,
+    mirror: &Mirror,
+    frames: &mut tokio::sync::watch::Receiver<Option<Arc<SourceFrame>>>,
+) -> io::Result<()> {
+    let Some(f) = frames.borrow_and_update().clone() else {
+        return Ok(());
+    };
+    let (plan, work) = session.plan_frame(&f);
+    if let Some(work) = work {
+        let took = tokio::task::spawn_blocking(move || {
+            let t = now_us();
+            work();
+            now_us() - t
+        })
+        .await
+        .map_err(io::Error::other)?;
+        if matches!(plan, Plan::Keyframe { .. }) {
+            lock(&mirror.pipeline).keyframe_us.push(took as f64);
+        }
+    }
+    session.send_frame(now_us(), &f, plan);
+    Ok(())
+}
+
+/// Writes what the session queued and acts on what it reports, then publishes its figures.
+async fn flush<W: Wire, S: AsyncWrite + Unpin>(
+    session: &mut HostSession<W>,
+    cx: &SessionCtx,
+    sock: &mut S,
+    wbuf: &mut BytesMut,
+) -> io::Result<()> {
+    let mut wrote = false;
+    while let Some(t) = session.poll_transmit() {
+        write(cx, sock, wbuf, t).await?;
+        wrote = true;
+    }
+    let mut acked = false;
+    while let Some(e) = session.poll_event() {
+        acked |= matches!(e, Event::Rtt(_));
+        on_event(cx, e);
+    }
+    if wrote || acked {
+        let mut r = lock(&cx.viewer.flow);
+        r.stats = session.flow_stats();
+        if acked {
+            r.rtt = session.rtt_window().clone();
+        }
+    }
+    Ok(())
+}
+
+async fn write<S: AsyncWrite + Unpin>(
+    cx: &SessionCtx,
+    sock: &mut S,
+    wbuf: &mut BytesMut,
+    t: Transmit,
+) -> io::Result<()> {
+    let t0 = now_us();
+    let bytes = t.head.len() + t.payload.as_ref().map_or(0, |p| p.len());
+    match &t.payload {
+        Some(p) if p.len() <= COALESCE_MAX => {
+            wbuf.clear();
+            wbuf.put_slice(&t.head);
+            wbuf.put_slice(p);
+            sock.write_all(wbuf).await?;
+        }
+        Some(p) => {
+            sock.write_all(&t.head).await?;
+            sock.write_all(p).await?;
+        }
+        None => sock.write_all(&t.head).await?,
+    }
+    cx.viewer
+        .bytes_sent
+        .fetch_add(bytes as u64, Ordering::Relaxed);
+    if t.frame {
+        let took = now_us() - t0;
+        lock(&cx.mirror.send_us).push(took as f64);
+        observe_us(&cx.mirror.stages.send, took);
+    }
+    Ok(())
+}
+
+fn on_event(cx: &SessionCtx, e: Event) {
+    let (mirror, viewer) = (&cx.mirror, &cx.viewer);
+    match e {
+        Event::Rtt(rtt) => observe_us(&mirror.stages.rtt, rtt),
+        Event::EndToEnd(us) => {
+            lock(&viewer.e2e_us).push(us as f64);
+            observe_us(&mirror.stages.end_to_end, us);
+        }
+        Event::FrameSent { ack_id, checksum } => {
+            if let Some(t) = &mirror.trace {
+                use std::io::Write;
+                let line = format!(
+                    "{} {} {} {:016x}\n",
+                    viewer.protocol.name(),
+                    viewer.id,
+                    ack_id,
+                    checksum
+                );
+                let _ = lock(t).write_all(line.as_bytes());
+            }
+        }
+        Event::Input {
+            kind,
+            x,
+            y,
+            code,
+            control,
+        } => match mirror.input.get() {
+            Some(sink) if control => {
+                sink.send(crate::input::InputEvent::Viewer { kind, x, y, code })
+            }
+            Some(_) => mirror.counters.input_refused.inc("no_control_token"),
+            None => mirror.counters.input_refused.inc("view_only"),
+        },
+        Event::Count(what) => {
+            let c = &mirror.counters;
+            match what {
+                HostCount::DeltaSentAsKeyframe => c.deltas_sent_as_keyframes.inc(),
+                HostCount::PongDropped => c.pongs_dropped.inc(),
+                HostCount::UnknownAck => c.acks_unknown.inc(),
+                HostCount::ViewerChecksumMismatch | HostCount::ViewerDecodeError => {
+                    if what == HostCount::ViewerChecksumMismatch {
+                        c.viewer_checksum_mismatch.inc();
+                    } else {
+                        c.viewer_decode_errors.inc();
+                    }
+                    warn!(
+                        viewer = viewer.id,
+                        what = ?what,
+                        "viewer could not reproduce the frame; sending a keyframe"
+                    );
+                }
+            }
+        }
+        Event::Rejected(e) => {
+            mirror.counters.rejected_packets.inc(e.reason());
+            warn!(viewer = viewer.id, protocol = viewer.protocol.name(), peer = %viewer.peer, error = %e, "closing connection: bad packet");
+        }
+        Event::ViewerLeft { code, reason } => {
+            debug!(viewer = viewer.id, code, %reason, "viewer said goodbye");
+        }
+    }
+}

@@ -1,0 +1,449 @@
+//! The capture loop: paced capture → grey → delta/keyframe/unchanged, on a dedicated thread
+//! (CPU-bound work stays off the async workers). Each result is published as the newest frame;
+//! viewers take the newest when they are ready, so a slow viewer never delays the source.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use framewire_capture::{CaptureError, FrameSource, ShmSource, SyntheticSource};
+use framewire_codec::checksum::checksum_of_rows;
+use framewire_codec::grey::PixelOrder;
+use framewire_codec::ingest::{ingest, Previous, Source, Tuned};
+use framewire_codec::tune::Tuner;
+use framewire_codec::{Encoded, EncodedKind, HostEncoder};
+use tracing::{info, warn};
+
+use framewire_telemetry::clock::now_us;
+use framewire_telemetry::observe_us;
+
+use crate::config::SourceSpec;
+use crate::mirror::{lock, Mirror};
+use framewire_session::{FrameMeta, Payload, SourceFrame};
+
+/// Opens the configured source; synthetic scenes continue from frame `index`.
+pub fn open_source(
+    spec: &SourceSpec,
+    width: u32,
+    height: u32,
+    index: u64,
+) -> Result<Box<dyn FrameSource>, CaptureError> {
+    Ok(match spec {
+        SourceSpec::Synthetic(scene) => {
+            Box::new(SyntheticSource::new(*scene, width, height).starting_at(index))
+        }
+        SourceSpec::Shm(name) => Box::new(ShmSource::open(name)?),
+        SourceSpec::X11 {
+            display,
+            region,
+            cursor,
+        } => Box::new(
+            framewire_x11::X11Source::open(display.as_deref(), *region, *cursor)
+                .map_err(|e| CaptureError::Unavailable(e.to_string()))?,
+        ),
+    })
+}
+
+/// Grey buffers are recycled once no viewer holds them, so steady state allocates nothing.
+struct GreyPool {
+    free: Vec<Arc<Vec<u8>>>,
+}
+
+impl GreyPool {
+    fn take(&mut self, len: usize) -> Arc<Vec<u8>> {
+        if let Some(i) = self.free.iter().position(|b| Arc::strong_count(b) == 1) {
+            let mut b = self.free.swap_remove(i);
+            if let Some(v) = Arc::get_mut(&mut b) {
+                v.resize(len, 0);
+                return b;
+            }
+        }
+        Arc::new(framewire_capture::huge_pages::huge_vec(len, 0u8))
+    }
+    fn give(&mut self, b: Arc<Vec<u8>>) {
+        if self.free.len() < 8 {
+            self.free.push(b);
+        }
+    }
+}
+
+pub fn spawn(mirror: Arc<Mirror>) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("framewire-capture".into())
+        .spawn(move || {
+            if let Some(c) = CaptureLoop::open(mirror) {
+                c.run()
+            }
+        })
+        .expect("spawning the capture thread")
+}
+
+/// The capture loop's state between frames.
+struct CaptureLoop {
+    m: Arc<Mirror>,
+    cfg: crate::MirrorConfig,
+    period_us: u64,
+    size_rx: tokio::sync::watch::Receiver<(u32, u32)>,
+    stop_rx: tokio::sync::watch::Receiver<bool>,
+    source: Box<dyn FrameSource>,
+    /// The source's own counters as last read, to add only what is new.
+    source_counts: HashMap<&'static str, u64>,
+    polls: u64,
+    /// The shared stream has keyframes only when the picture starts or changes size; periodic
+    /// ones are per viewer (see `ViewerFlow::with_refresh`), made lazily from the grey picture.
+    encoder: HostEncoder,
+    pool: GreyPool,
+    payload: Vec<u8>,
+    /// Row hashes of the last picture and of the one being made.
+    prev_hashes: Vec<u64>,
+    hashes: Vec<u64>,
+    seq: u64,
+    content_id: u64,
+    last: Option<Arc<SourceFrame>>,
+    last_capture: Option<u64>,
+    deadline: u64,
+    /// Display tuning, rebuilt when the control socket changes it; the next picture is then
+    /// converted whole (`retune`), as every row of it changes.
+    tuned: Tuned,
+    retune: bool,
+}
+
+/// When each stage of one frame ended (µs).
+struct Stages {
+    capture_start: u64,
+    capture: u64,
+    grey_start: u64,
+    grey: u64,
+    checksum: u64,
+    encode: u64,
+}
+
+impl CaptureLoop {
+    fn open(m: Arc<Mirror>) -> Option<Self> {
+        let cfg = m.cfg.clone();
+        let mut size_rx = m.resolution.subscribe();
+        let (w, h) = *size_rx.borrow_and_update();
+        let source = match open_source(&cfg.source, w, h, 0) {
+            Ok(s) => s,
+            Err(e) => {
+                m.counters.capture_errors.inc();
+                warn!(error = %e, "cannot open the capture source");
+                return None;
+            }
+        };
+        *lock(&m.source_name) = source.name();
+        info!(source = %source.name(), width = w, height = h, fps = cfg.fps, "capture started");
+        let tuned = Tuned::new(Tuner::new(lock(&m.settings).tuning));
+        Some(CaptureLoop {
+            period_us: 1_000_000 / cfg.fps as u64,
+            stop_rx: m.stop.subscribe(),
+            encoder: HostEncoder::new(cfg.codec, 0),
+            cfg,
+            size_rx,
+            source,
+            source_counts: HashMap::new(),
+            polls: 0,
+            pool: GreyPool { free: Vec::new() },
+            payload: Vec::new(),
+            prev_hashes: Vec::new(),
+            hashes: Vec::new(),
+            seq: 0,
+            content_id: 0,
+            last: None,
+            last_capture: None,
+            deadline: now_us(),
+            tuned,
+            retune: false,
+            m,
+        })
+    }
+
+    fn run(mut self) {
+        loop {
+            self.read_source_counters();
+            if *self.stop_rx.borrow_and_update() {
+                break;
+            }
+            self.follow_resolution();
+            self.pace();
+            let settings = *lock(&self.m.settings);
+            if !settings.running {
+                continue; // STOP: keep pacing, publish nothing; viewers keep their last picture
+            }
+            if settings.tuning != self.tuned.tuner().tuning() {
+                self.tuned = Tuned::new(Tuner::new(settings.tuning));
+                self.retune = true;
+                info!(tuning = %settings.tuning, "display tuning applied");
+            }
+            self.frame();
+        }
+        info!(frames = self.seq, "capture stopped");
+    }
+
+    /// The source's own counters (e.g. X11 reads and idle polls), a few times a second.
+    fn read_source_counters(&mut self) {
+        self.polls += 1;
+        if self.polls % 16 != 1 {
+            return;
+        }
+        for (name, v) in self.source.counters() {
+            let last = self.source_counts.entry(name).or_insert(0);
+            if v > *last {
+                if let Some(c) = source_counter(&self.m.counters, name) {
+                    c.add(v - *last);
+                }
+            }
+            *last = v;
+        }
+    }
+
+    /// Reopens the source when the RESOLUTION verb (or RESTART) asks.
+    fn follow_resolution(&mut self) {
+        if !self.size_rx.has_changed().unwrap_or(false) {
+            return;
+        }
+        let (w, h) = *self.size_rx.borrow_and_update();
+        match open_source(&self.cfg.source, w, h, self.seq) {
+            Ok(s) => {
+                self.source = s;
+                self.source_counts.clear();
+            }
+            Err(e) => warn!(error = %e, "capture source not reopened"),
+        }
+        info!(
+            width = w,
+            height = h,
+            "resolution changed; capture restarted"
+        );
+    }
+
+    /// Waits for the next frame's time.
+    fn pace(&mut self) {
+        let now = now_us();
+        if now < self.deadline {
+            std::thread::sleep(Duration::from_micros(self.deadline - now));
+        } else if now > self.deadline + self.period_us {
+            // Fell behind (a long stall): resynchronise instead of bursting to catch up.
+            self.m.counters.capture_deadline_missed.inc();
+            self.deadline = now;
+        }
+        self.deadline += self.period_us;
+    }
+
+    /// Captures one picture and publishes it: unchanged, a keyframe or a delta.
+    fn frame(&mut self) {
+        let capture_start = now_us();
+        let captured = match self.source.capture() {
+            Ok(c) => c,
+            Err(e) => {
+                self.m.counters.capture_errors.inc();
+                warn!(error = %e, "capture failed");
+                return;
+            }
+        };
+        // The picture is as of the moment the source hands it over; what the grab itself cost
+        // is its own stage (`capture`), so end-to-end latency starts here and nothing is hidden.
+        let capture_us = now_us();
+        // Pacing jitter counts every capture, changed or not.
+        if let Some(prev) = self.last_capture.replace(capture_us) {
+            let jitter = ((capture_us - prev) as f64 - 1e6 / self.cfg.fps as f64).abs();
+            lock(&self.m.pipeline).interval_jitter_us.push(jitter);
+        }
+        let (cw, ch) = (captured.width, captured.height);
+        // After a tuning change every row is made again, whatever the source says changed.
+        let damage = captured.damage.merged(ch).filter(|_| !self.retune);
+        let same_size = self
+            .last
+            .as_ref()
+            .filter(|l| l.width == cw && l.height == ch)
+            .cloned();
+        if let (Some(rows), Some(prev)) = (&damage, &same_size) {
+            if rows.is_empty() {
+                self.publish_undamaged(prev, capture_start, capture_us);
+                return;
+            }
+        }
+        let mut grey = self.pool.take(cw as usize * ch as usize);
+        let grey_start = now_us();
+        // Grey and row hashes in one pass; only damaged rows when the source says which.
+        let prev = same_size.as_ref().map(|p| Previous {
+            grey: &p.grey,
+            hashes: &self.prev_hashes,
+        });
+        ingest(
+            Source::new(captured.bgra, PixelOrder::Bgra, cw as usize),
+            prev,
+            damage.as_deref(),
+            Some(&mut self.tuned),
+            Arc::get_mut(&mut grey).expect("fresh buffer"),
+            &mut self.hashes,
+        );
+        let grey_end = now_us();
+        let checksum = checksum_of_rows(&self.hashes);
+        let checksum_end = now_us();
+        let Some((enc, payload)) = self.encode(&grey, cw) else {
+            return;
+        };
+        let t = Stages {
+            capture_start,
+            capture: capture_us,
+            grey_start,
+            grey: grey_end,
+            checksum: checksum_end,
+            encode: now_us(),
+        };
+        self.record(&t, enc.kind, enc.payload_len);
+        let meta = FrameMeta {
+            seq: self.seq,
+            capture_us,
+            width: cw,
+            height: ch,
+            grey,
+            checksum,
+            content_id: self.content_id,
+            codec: self.cfg.codec,
+        };
+        self.retune = false;
+        self.publish(SourceFrame::new(meta, payload));
+    }
+
+    /// Nothing was drawn: the picture, its checksum and its content are the last frame's. No
+    /// conversion, no hashing, no encoding.
+    fn publish_undamaged(&mut self, prev: &SourceFrame, capture_start: u64, capture_us: u64) {
+        let c = &self.m.counters;
+        c.frames_unchanged.inc();
+        c.frames_without_damage.inc();
+        let meta = FrameMeta {
+            seq: self.seq,
+            capture_us,
+            width: prev.width,
+            height: prev.height,
+            grey: prev.grey.clone(),
+            checksum: prev.checksum,
+            content_id: prev.content_id,
+            codec: self.cfg.codec,
+        };
+        {
+            let mut st = lock(&self.m.pipeline);
+            st.capture_us.push((capture_us - capture_start) as f64);
+            observe_us(&self.m.stages.capture, capture_us - capture_start);
+            st.capture_times.push(capture_us as f64);
+            st.payload_bytes.push(0.0);
+        }
+        self.publish(SourceFrame::new(meta, Payload::Unchanged));
+    }
+
+    /// Encodes the new picture against the last; the payload every viewer of the configured
+    /// codec shares. `None` (counted) when the encoder failed.
+    fn encode(&mut self, grey: &Arc<Vec<u8>>, width: u32) -> Option<(Encoded, Payload)> {
+        let encoded = if self.cfg.row_deltas {
+            let hashes = &self.hashes;
+            self.encoder
+                .encode_hashed(grey.clone(), width as usize, hashes, &mut self.payload)
+        } else {
+            self.encoder.encode(grey.clone(), &mut self.payload)
+        };
+        let mut base = None;
+        let enc = match encoded {
+            Ok((e, old)) => {
+                std::mem::swap(&mut self.hashes, &mut self.prev_hashes);
+                if let Some(old) = old {
+                    // Viewers that take another form of delta than the shared payload
+                    // (Daylight: full-frame LZ4; a viewer without the configured codec) have
+                    // theirs made from the base on demand.
+                    let is_delta = matches!(e.kind, EncodedKind::Delta | EncodedKind::RowDelta);
+                    base = is_delta.then(|| old.clone());
+                    self.pool.give(old);
+                }
+                e
+            }
+            Err(e) => {
+                self.m.counters.encode_errors.inc();
+                warn!(error = %e, "encode failed");
+                return None;
+            }
+        };
+        let data = Bytes::copy_from_slice(&self.payload);
+        let seq = self.seq;
+        let payload = match (enc.kind, base) {
+            (EncodedKind::Unchanged, _) => {
+                self.m.counters.frames_unchanged.inc();
+                Payload::Unchanged
+            }
+            (EncodedKind::Keyframe(_), _) => {
+                self.content_id = seq;
+                Payload::Key(data)
+            }
+            (EncodedKind::Delta, Some(base)) => Payload::Delta {
+                data,
+                base_id: std::mem::replace(&mut self.content_id, seq),
+                base,
+            },
+            (EncodedKind::RowDelta, Some(base)) => Payload::Rows {
+                data,
+                base_id: std::mem::replace(&mut self.content_id, seq),
+                base,
+            },
+            (_, None) => {
+                // The encoder makes a delta only against a picture it hands back.
+                self.m.counters.encode_errors.inc();
+                warn!("a delta without the picture it was made against");
+                return None;
+            }
+        };
+        Some((enc, payload))
+    }
+
+    /// Each stage's time, in the recent windows and the histograms since start.
+    fn record(&self, t: &Stages, kind: EncodedKind, payload_len: usize) {
+        let mut st = lock(&self.m.pipeline);
+        let h = &self.m.stages;
+        st.capture_us.push((t.capture - t.capture_start) as f64);
+        st.grey_us.push((t.grey - t.grey_start) as f64);
+        st.checksum_us.push((t.checksum - t.grey) as f64);
+        observe_us(&h.capture, t.capture - t.capture_start);
+        observe_us(&h.grey, t.grey - t.grey_start);
+        observe_us(&h.checksum, t.checksum - t.grey);
+        let compress = t.encode - t.checksum;
+        match kind {
+            EncodedKind::Delta | EncodedKind::RowDelta => {
+                st.delta_us.push(compress as f64);
+                observe_us(&h.delta_compress, compress);
+            }
+            EncodedKind::Keyframe(_) => {
+                st.keyframe_us.push(compress as f64);
+                observe_us(&h.keyframe_compress, compress);
+            }
+            EncodedKind::Unchanged => {}
+        }
+        st.capture_times.push(t.capture as f64);
+        st.payload_bytes.push(payload_len as f64);
+        st.bytes_total += payload_len as u64;
+    }
+
+    /// The newest frame, for every viewer and the export.
+    fn publish(&mut self, frame: SourceFrame) {
+        self.m.counters.frames_captured.inc();
+        let frame = Arc::new(frame);
+        self.last = Some(frame.clone());
+        self.m.frames.send_replace(Some(frame));
+        self.seq += 1;
+    }
+}
+
+/// The mirror's counter for one of the source's own figures.
+/// (Sources name their figures; one the mirror does not declare is not reported.)
+fn source_counter<'a>(
+    c: &'a crate::MirrorCounters,
+    name: &str,
+) -> Option<&'a framewire_telemetry::Counter> {
+    Some(match name {
+        "x11_polls" => &c.x11_polls,
+        "x11_idle_polls" => &c.x11_idle_polls,
+        "x11_image_reads" => &c.x11_image_reads,
+        "x11_rows_read" => &c.x11_rows_read,
+        "x11_damage_events" => &c.x11_damage_events,
+        _ => return None,
+    })
+}

@@ -1,0 +1,129 @@
+//! Viewers joining and leaving: each gets an id and a place in the reports, the wire its
+//! protocol and capabilities call for, and a [`HostSession`] driven by its own task
+//! (`connection.rs`); when it leaves, its figures fold into the totals.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use framewire_proto::daylight::ViewerDecoder;
+use framewire_proto::v1::{self, caps, Packet};
+use framewire_session::{
+    codec_to_wire, negotiate, DaylightWire, HostConfig, HostSession, Protocol, V1Wire,
+    ViewerCommand, ViewerReader, Wire,
+};
+use framewire_telemetry::SampleWindow;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tracing::info;
+
+use crate::connection::drive;
+use crate::mirror::{lock, Mirror, ViewerShared};
+
+impl Mirror {
+    /// A framewire v1 viewer whose Hello was accepted: negotiates its codec and features,
+    /// welcomes it and serves it until it leaves. `dec` holds whatever it sent after its Hello.
+    pub async fn serve_v1_viewer<S: AsyncRead + AsyncWrite + Unpin>(
+        self: &Arc<Self>,
+        mut sock: S,
+        dec: v1::Decoder,
+        peer: SocketAddr,
+        viewer_caps: u32,
+        control: bool,
+    ) -> std::io::Result<()> {
+        let viewer = self.register(Protocol::V1, peer);
+        // The viewer gets only what it declared: the configured codec, else LZ4, else raw.
+        let preferred = codec_to_wire(self.cfg.codec);
+        let n = negotiate(preferred, caps::ALL, viewer_caps);
+        if preferred != n.codec {
+            self.counters.codec_fallbacks.inc();
+            info!(viewer = viewer.id, codec = ?n.codec, "viewer does not take the configured codec; it gets another");
+        }
+        let welcome = Packet::Welcome {
+            version: v1::VERSION,
+            caps: n.caps,
+            session: viewer.id,
+        };
+        if let Err(e) = sock.write_all(&welcome.to_bytes()).await {
+            self.unregister(&viewer);
+            return Err(e);
+        }
+        let cfg = self.host_config(Protocol::V1, control);
+        let session = HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), cfg);
+        self.run_session(viewer, session, sock).await
+    }
+
+    /// A Daylight app connection: it has no handshake, so it is a viewer from its first byte.
+    pub async fn serve_daylight_viewer<S: AsyncRead + AsyncWrite + Unpin>(
+        self: &Arc<Self>,
+        sock: S,
+        peer: SocketAddr,
+    ) -> std::io::Result<()> {
+        let viewer = self.register(Protocol::Daylight, peer);
+        let reader = ViewerReader::Daylight(ViewerDecoder::new());
+        let cfg = self.host_config(Protocol::Daylight, false);
+        let session = HostSession::new(DaylightWire::default(), reader, cfg);
+        self.run_session(viewer, session, sock).await
+    }
+
+    fn register(&self, proto: Protocol, peer: SocketAddr) -> Arc<ViewerShared> {
+        let v = Arc::new(ViewerShared {
+            id: self.new_viewer_id(),
+            protocol: proto,
+            peer,
+            flow: Default::default(),
+            e2e_us: Mutex::new(SampleWindow::new(600)),
+            bytes_sent: Default::default(),
+        });
+        lock(&self.viewers).insert(v.id, v.clone());
+        info!(viewer = v.id, protocol = proto.name(), %peer, "viewer connected");
+        v
+    }
+
+    /// How the host treats a viewer of `proto`.
+    fn host_config(&self, proto: Protocol, control: bool) -> HostConfig {
+        HostConfig {
+            limit: self.cfg.limit,
+            ack_timeout_us: self.cfg.ack_timeout_us,
+            refresh_every: match proto {
+                // Daylight viewers cannot tell a wrong picture: refresh it now and then.
+                Protocol::Daylight => self.cfg.keyframe_interval,
+                // v1 viewers verify every frame's checksum and ask for a keyframe when needed.
+                Protocol::V1 => 0,
+            },
+            control,
+            initial: vec![ViewerCommand::Brightness(self.settings().brightness)],
+        }
+    }
+
+    /// Drives a viewer's session on `sock` until it ends, then unregisters the viewer.
+    async fn run_session<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
+        self: &Arc<Self>,
+        viewer: Arc<ViewerShared>,
+        session: HostSession<W>,
+        sock: S,
+    ) -> std::io::Result<()> {
+        let r = drive(session, self.clone(), viewer.clone(), sock).await;
+        self.unregister(&viewer);
+        r
+    }
+
+    fn unregister(&self, v: &ViewerShared) {
+        lock(&self.viewers).remove(&v.id);
+        let e2e = lock(&v.e2e_us).clone();
+        let s = lock(&v.flow).stats;
+        let mut d = lock(&self.departed);
+        for &x in e2e.values() {
+            d.e2e_us.push(x);
+        }
+        d.flow.add(&s);
+        drop(d);
+        self.counters.frames_skipped_departed.add(s.skipped);
+        info!(
+            viewer = v.id,
+            protocol = v.protocol.name(),
+            frames = s.frames_planned,
+            bytes = v.bytes_sent.load(Ordering::Relaxed),
+            "viewer left"
+        );
+    }
+}

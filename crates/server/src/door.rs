@@ -1,0 +1,193 @@
+//! The front door of framewire v1: every v1 connection, over TCP or a browser's WebSocket,
+//! comes in here. It reads the Hello (within 5 s), checks it (`framewire-session`'s rules:
+//! version, role, token, stream) and hands the connection to the mirror (a viewer) or to the
+//! sensor hub (a subscriber), or says Goodbye with the reason.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::bail;
+use framewire_mirror::Mirror;
+use framewire_proto::v1::{self, goodbye, Packet, Role};
+use framewire_sensors::Sensors;
+use framewire_session::{check_hello, token_matches, HelloRules};
+use framewire_telemetry::{counter_set, Counter, CounterRegistry, Family};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tracing::{debug, warn};
+
+use crate::conn::Conn;
+
+/// How long a connection may take to send its Hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+counter_set! {
+    /// What the listeners and the front door count.
+    pub struct DoorCounters {
+        /// Connections by protocol (`framewire`, `daylight`).
+        connections: Family,
+        accept_errors: Counter,
+        /// Hellos refused, by reason (`token`, `version`, `timeout`, …).
+        handshake_rejected: Family,
+    }
+}
+
+pub struct Door {
+    pub mirror: Arc<Mirror>,
+    pub sensors: Option<Sensors>,
+    /// Required from viewers and subscribers when set.
+    pub token: Option<String>,
+    /// Lets a viewer send input (and view).
+    pub control_token: Option<String>,
+    pub counters: Arc<DoorCounters>,
+}
+
+/// What a Hello asked for.
+struct Hello {
+    version: u16,
+    role: Role,
+    token: String,
+    stream: String,
+    caps: u32,
+}
+
+impl Door {
+    pub fn new(
+        mirror: Arc<Mirror>,
+        sensors: Option<Sensors>,
+        token: Option<String>,
+        control_token: Option<String>,
+        registry: &CounterRegistry,
+    ) -> Self {
+        let counters = Arc::new(DoorCounters::default());
+        registry.register(counters.clone());
+        Door {
+            mirror,
+            sensors,
+            token,
+            control_token,
+            counters,
+        }
+    }
+
+    /// One v1 connection, from its first byte to its end.
+    pub async fn serve_v1<S: Conn>(&self, mut sock: S, peer: SocketAddr) -> anyhow::Result<()> {
+        let mut dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
+        let hello = match tokio::time::timeout(HELLO_TIMEOUT, read_hello(&mut sock, &mut dec)).await
+        {
+            Ok(Ok(h)) => h,
+            Ok(Err((reason, e))) => {
+                self.counters.handshake_rejected.inc(reason);
+                warn!(%peer, error = %e, "bad handshake");
+                return goodbye_and_close(&mut sock, goodbye::PROTOCOL_ERROR, e).await;
+            }
+            Err(_) => {
+                self.counters.handshake_rejected.inc("timeout");
+                let r = format!("no hello within {} s", HELLO_TIMEOUT.as_secs());
+                return goodbye_and_close(&mut sock, goodbye::PROTOCOL_ERROR, r).await;
+            }
+        };
+        // The control token lets a viewer send input, and view as well.
+        let control = self
+            .control_token
+            .as_deref()
+            .is_some_and(|c| token_matches(&hello.token, c));
+        let rules = HelloRules {
+            token: if control { None } else { self.token.as_deref() },
+            has_streams: self.sensors.is_some(),
+        };
+        if let Err(r) = check_hello(
+            hello.version,
+            hello.role,
+            &hello.token,
+            &hello.stream,
+            rules,
+        ) {
+            self.counters.handshake_rejected.inc(r.counter);
+            warn!(%peer, reason = %r.reason, "viewer refused");
+            return goodbye_and_close(&mut sock, r.code, r.reason).await;
+        }
+        match (hello.role, &self.sensors) {
+            (Role::Subscriber, Some(sensors)) => {
+                let halves = sock.halves();
+                sensors
+                    .serve_subscriber(halves, dec, peer, &hello.stream)
+                    .await
+            }
+            _ => Ok(self
+                .mirror
+                .serve_v1_viewer(sock, dec, peer, hello.caps, control)
+                .await?),
+        }
+    }
+}
+
+/// Reads until the first packet, which must be a Hello; else the refusal's counter and reason.
+async fn read_hello<S: Conn>(
+    sock: &mut S,
+    dec: &mut v1::Decoder,
+) -> Result<Hello, (&'static str, String)> {
+    loop {
+        match dec.next_packet() {
+            Ok(Some(Packet::Hello {
+                version,
+                role,
+                token,
+                stream,
+                caps,
+            })) => {
+                return Ok(Hello {
+                    version,
+                    role,
+                    token,
+                    stream,
+                    caps,
+                })
+            }
+            Ok(Some(other)) => {
+                let kind = v1::kind_name(other.type_byte());
+                return Err(("not_hello", format!("expected hello, got {kind}")));
+            }
+            Ok(None) => {}
+            Err(e) => return Err(("bad_packet", format!("bad handshake: {e}"))),
+        }
+        match sock.read_buf(dec.buffer_mut()).await {
+            Ok(0) => return Err(("bad_packet", "bad handshake: closed before hello".into())),
+            Ok(_) => {}
+            Err(e) => return Err(("bad_packet", format!("bad handshake: {e}"))),
+        }
+    }
+}
+
+async fn goodbye_and_close<S: Conn>(sock: &mut S, code: u16, reason: String) -> anyhow::Result<()> {
+    let bye = Packet::Goodbye {
+        code,
+        reason: reason.clone(),
+    };
+    let _ = sock.write_all(&bye.to_bytes()).await;
+    let _ = sock.shutdown().await;
+    bail!(reason)
+}
+
+/// The door the HTTP port's WebSockets go through.
+impl framewire_http::Door for Door {
+    fn serve(
+        &self,
+        conn: tokio::io::DuplexStream,
+        peer: SocketAddr,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        // The future must own what it uses: the door's parts are cheap handles.
+        let door = Door {
+            mirror: self.mirror.clone(),
+            sensors: self.sensors.clone(),
+            token: self.token.clone(),
+            control_token: self.control_token.clone(),
+            counters: self.counters.clone(),
+        };
+        Box::pin(async move {
+            if let Err(e) = door.serve_v1(conn, peer).await {
+                debug!(%peer, error = %e, "websocket session ended with an error");
+            }
+        })
+    }
+}
