@@ -3,7 +3,7 @@
 (A, B, A, B, ...) so drift on a shared host hits both alike. Medians over the runs, and the
 ratio B / A.
 
-    scripts/bench-compare.py OLD_BINARY NEW_BINARY [--runs 3]
+    scripts/bench-compare.py OLD_BINARY NEW_BINARY [--runs 3] [--only e2e|codec|loadgen]
 
 Measures `bench e2e` (scroll and typing, 4 viewers, 1600x1200), `bench codec` (sharp; scroll,
 typing, mixed) and `loadgen` (1000 sensor connections at 220 lines/s each, 4-5 lines per write)
@@ -84,11 +84,19 @@ def main():
     ap.add_argument("a")
     ap.add_argument("b")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", choices=["e2e", "codec", "loadgen"],
+                    help="run one benchmark only (more runs of a noisy figure)")
     args = ap.parse_args()
+    parts = {
+        "e2e": [lambda b: e2e(b, "scroll"), lambda b: e2e(b, "typing")],
+        "codec": [codec],
+        "loadgen": [loadgen],
+    }
+    chosen = parts[args.only] if args.only else [p for ps in parts.values() for p in ps]
     results = {args.a: {}, args.b: {}}
     for i in range(args.runs):
         for binary in (args.a, args.b):
-            for part in (lambda b: e2e(b, "scroll"), lambda b: e2e(b, "typing"), codec, loadgen):
+            for part in chosen:
                 for k, v in part(binary).items():
                     results[binary].setdefault(k, []).append(v)
             print(f"run {i + 1}/{args.runs} of {binary} done", flush=True)

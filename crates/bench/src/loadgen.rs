@@ -357,38 +357,7 @@ pub async fn run(a: LoadgenArgs) -> anyhow::Result<()> {
         ..Default::default()
     }));
     let delivered = Arc::new(AtomicU64::new(0));
-    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-    // The subscriber has a thread and a runtime of its own, so arrivals are timed when they
-    // arrive, not when the 1000 client tasks leave it a turn.
-    let sub = if a.no_subscriber {
-        None
-    } else {
-        let (a, arrivals, delivered) = (a.clone(), arrivals.clone(), delivered.clone());
-        Some(
-            std::thread::Builder::new()
-                .name("loadgen-subscriber".into())
-                .spawn(move || -> anyhow::Result<()> {
-                    tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()?
-                        .block_on(run_subscriber(a, start, arrivals, delivered, ready_tx))
-                })?,
-        )
-    };
-    if sub.is_some() {
-        match tokio::time::timeout(Duration::from_secs(5), ready_rx).await {
-            Ok(Ok(())) => {}
-            // The subscriber dropped its end without being welcomed: its thread has ended.
-            Ok(Err(_)) => {
-                let why = match sub.map(std::thread::JoinHandle::join) {
-                    Some(Ok(Err(e))) => format!("{e:#}"),
-                    _ => "it stopped".to_string(),
-                };
-                bail!("the end-to-end subscriber failed: {why} (or pass --no-subscriber)");
-            }
-            Err(_) => bail!("the subscriber was not welcomed within 5 s (is the server's framewire port right? --subscribe-port, or --no-subscriber)"),
-        }
-    }
+    let subscribed = start_subscriber(&a, start, &arrivals, &delivered).await?;
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
         all_in: tokio::sync::Barrier::new(a.clients + 1),
@@ -416,28 +385,7 @@ pub async fn run(a: LoadgenArgs) -> anyhow::Result<()> {
     );
     let sending = Instant::now();
     let server_before = server_pid.and_then(proc_usage);
-    // Progress while it runs.
-    let progress = {
-        let (shared, delivered, a) = (shared.clone(), delivered.clone(), a.clone());
-        tokio::spawn(async move {
-            let every = Duration::from_secs_f64(a.report_interval.max(0.2));
-            let (mut last_s, mut last_t) = (0u64, Instant::now());
-            loop {
-                tokio::time::sleep(every).await;
-                let (s, d) = (
-                    shared.sent.load(Ordering::Relaxed),
-                    delivered.load(Ordering::Relaxed),
-                );
-                let dt = last_t.elapsed().as_secs_f64();
-                eprintln!(
-                    "[{:>6.1}s] sent {s} packets ({:.0}/s), delivered to the subscriber {d}",
-                    start.elapsed().as_secs_f64(),
-                    (s - last_s) as f64 / dt
-                );
-                (last_s, last_t) = (s, Instant::now());
-            }
-        })
-    };
+    let progress = spawn_progress(&a, start, &shared, &delivered);
     let ctrl_c = {
         let shared = shared.clone();
         tokio::spawn(async move {
@@ -453,19 +401,8 @@ pub async fn run(a: LoadgenArgs) -> anyhow::Result<()> {
     // The server's CPU over the sending window (the drain below is not load).
     let server_after = server_pid.and_then(proc_usage);
     let expected: u64 = clients.iter().map(|c| c.sent_ns.len() as u64).sum();
-    // Wait for the last readings to arrive (up to 5 s of silence).
-    if sub.is_some() {
-        let mut last = delivered.load(Ordering::Relaxed);
-        let mut quiet = Instant::now();
-        while delivered.load(Ordering::Relaxed) < expected
-            && quiet.elapsed() < Duration::from_secs(5)
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let d = delivered.load(Ordering::Relaxed);
-            if d != last {
-                (last, quiet) = (d, Instant::now());
-            }
-        }
+    if subscribed {
+        drain(&delivered, expected).await;
     }
     progress.abort();
     ctrl_c.abort();
@@ -474,9 +411,87 @@ pub async fn run(a: LoadgenArgs) -> anyhow::Result<()> {
         connect_secs,
         before: server_before,
         after: server_after,
-        subscribed: sub.is_some(),
+        subscribed,
     };
     report(&a, &clients, &arrivals, &run)
+}
+
+/// Starts the end-to-end subscriber (unless `--no-subscriber`) and waits until the server has
+/// welcomed it. Whether one runs.
+async fn start_subscriber(
+    a: &Arc<LoadgenArgs>,
+    start: Instant,
+    arrivals: &Arc<Mutex<Arrivals>>,
+    delivered: &Arc<AtomicU64>,
+) -> anyhow::Result<bool> {
+    if a.no_subscriber {
+        return Ok(false);
+    }
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    // The subscriber has a thread and a runtime of its own, so arrivals are timed when they
+    // arrive, not when the 1000 client tasks leave it a turn.
+    let (a, arrivals, delivered) = (a.clone(), arrivals.clone(), delivered.clone());
+    let sub = std::thread::Builder::new()
+        .name("loadgen-subscriber".into())
+        .spawn(move || -> anyhow::Result<()> {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+                .block_on(run_subscriber(a, start, arrivals, delivered, ready_tx))
+        })?;
+    match tokio::time::timeout(Duration::from_secs(5), ready_rx).await {
+        Ok(Ok(())) => Ok(true),
+        // The subscriber dropped its end without being welcomed: its thread has ended.
+        Ok(Err(_)) => {
+            let why = match sub.join() {
+                Ok(Err(e)) => format!("{e:#}"),
+                _ => "it stopped".to_string(),
+            };
+            bail!("the end-to-end subscriber failed: {why} (or pass --no-subscriber)");
+        }
+        Err(_) => bail!("the subscriber was not welcomed within 5 s (is the server's framewire port right? --subscribe-port, or --no-subscriber)"),
+    }
+}
+
+/// Prints progress every `--report-interval` seconds until aborted.
+fn spawn_progress(
+    a: &Arc<LoadgenArgs>,
+    start: Instant,
+    shared: &Arc<Shared>,
+    delivered: &Arc<AtomicU64>,
+) -> tokio::task::JoinHandle<()> {
+    let (shared, delivered) = (shared.clone(), delivered.clone());
+    let every = Duration::from_secs_f64(a.report_interval.max(0.2));
+    tokio::spawn(async move {
+        let (mut last_s, mut last_t) = (0u64, Instant::now());
+        loop {
+            tokio::time::sleep(every).await;
+            let (s, d) = (
+                shared.sent.load(Ordering::Relaxed),
+                delivered.load(Ordering::Relaxed),
+            );
+            let dt = last_t.elapsed().as_secs_f64();
+            eprintln!(
+                "[{:>6.1}s] sent {s} packets ({:.0}/s), delivered to the subscriber {d}",
+                start.elapsed().as_secs_f64(),
+                (s - last_s) as f64 / dt
+            );
+            (last_s, last_t) = (s, Instant::now());
+        }
+    })
+}
+
+/// Waits for the last readings to arrive: until `expected` are delivered, or 5 s without one.
+async fn drain(delivered: &AtomicU64, expected: u64) {
+    let mut last = delivered.load(Ordering::Relaxed);
+    let mut quiet = Instant::now();
+    while delivered.load(Ordering::Relaxed) < expected && quiet.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let d = delivered.load(Ordering::Relaxed);
+        if d != last {
+            (last, quiet) = (d, Instant::now());
+        }
+    }
 }
 
 /// One run's phases and the server's usage around the sending phase.
@@ -487,6 +502,39 @@ struct Run {
     before: Option<(f64, f64)>,
     after: Option<(f64, f64)>,
     subscribed: bool,
+}
+
+impl PerClient {
+    fn of(c: &Client) -> Self {
+        let mut w = c.write_ms.clone();
+        let d = c.duration.max(1e-9);
+        PerClient {
+            packets: c.packets,
+            bytes: c.bytes,
+            errors: c.errors,
+            duration_sec: c.duration,
+            pps: c.packets as f64 / d,
+            throughput_kbps: c.bytes as f64 * 8.0 / 1000.0 / d,
+            latency_avg_ms: w.iter().sum::<f64>() / w.len().max(1) as f64,
+            latency_p95_ms: pct(&mut w, 95.0),
+            latency_max_ms: w.iter().cloned().fold(0.0, f64::max),
+        }
+    }
+}
+
+/// Readings sent, readings delivered, and each delivered reading's latency (ms): the k-th
+/// arrival of client i's stream is the k-th reading it sent.
+fn end_to_end(clients: &[Client], ar: &Arrivals) -> (u64, u64, Vec<f64>) {
+    let mut e2e = Vec::new();
+    let (mut sent, mut delivered) = (0u64, 0u64);
+    for (c, got) in clients.iter().zip(&ar.per_client) {
+        sent += c.sent_ns.len() as u64;
+        delivered += got.len().min(c.sent_ns.len()) as u64;
+        for (s, r) in c.sent_ns.iter().zip(got) {
+            e2e.push(r.saturating_sub(*s) as f64 / 1e6);
+        }
+    }
+    (sent, delivered, e2e)
 }
 
 fn report(
@@ -502,39 +550,14 @@ fn report(
         subscribed,
         ..
     } = *run;
-    let per_client: Vec<PerClient> = clients
-        .iter()
-        .map(|c| {
-            let mut w = c.write_ms.clone();
-            let d = c.duration.max(1e-9);
-            PerClient {
-                packets: c.packets,
-                bytes: c.bytes,
-                errors: c.errors,
-                duration_sec: c.duration,
-                pps: c.packets as f64 / d,
-                throughput_kbps: c.bytes as f64 * 8.0 / 1000.0 / d,
-                latency_avg_ms: w.iter().sum::<f64>() / w.len().max(1) as f64,
-                latency_p95_ms: pct(&mut w, 95.0),
-                latency_max_ms: w.iter().cloned().fold(0.0, f64::max),
-            }
-        })
-        .collect();
+    let per_client: Vec<PerClient> = clients.iter().map(PerClient::of).collect();
     let mut all_w: Vec<f64> = clients
         .iter()
         .flat_map(|c| c.write_ms.iter().copied())
         .collect();
     let total_packets: u64 = clients.iter().map(|c| c.packets).sum();
     let ar = arrivals.lock().unwrap_or_else(|e| e.into_inner());
-    let mut e2e = Vec::new();
-    let (mut sent_samples, mut delivered) = (0u64, 0u64);
-    for (c, got) in clients.iter().zip(&ar.per_client) {
-        sent_samples += c.sent_ns.len() as u64;
-        delivered += got.len().min(c.sent_ns.len()) as u64;
-        for (s, r) in c.sent_ns.iter().zip(got) {
-            e2e.push(r.saturating_sub(*s) as f64 / 1e6);
-        }
-    }
+    let (sent_samples, delivered, mut e2e) = end_to_end(clients, &ar);
     let lost = sent_samples.saturating_sub(delivered);
     let server = match (before, after) {
         (Some((c0, _)), Some((c1, rss))) => serde_json::json!({
@@ -595,6 +618,28 @@ fn report(
     });
     let text = serde_json::to_string_pretty(&json)?;
     println!("{text}");
+    if let Some(p) = &a.stats_file {
+        std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
+    }
+    verdict(
+        a,
+        clients,
+        connect_ms.is_empty(),
+        subscribed,
+        lost,
+        sent_samples,
+    )
+}
+
+/// Why clients stopped early, on stderr; an error when nothing connected or readings were lost.
+fn verdict(
+    a: &LoadgenArgs,
+    clients: &[Client],
+    none_connected: bool,
+    subscribed: bool,
+    lost: u64,
+    sent_samples: u64,
+) -> anyhow::Result<()> {
     let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
     for e in clients.iter().filter_map(|c| c.error.as_deref()) {
         *reasons.entry(e).or_default() += 1;
@@ -602,10 +647,7 @@ fn report(
     for (why, n) in reasons {
         eprintln!("{n} of {} clients stopped early: {why}", clients.len());
     }
-    if let Some(p) = &a.stats_file {
-        std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
-    }
-    if connect_ms.is_empty() {
+    if none_connected {
         bail!(
             "no client could connect to {}:{} (is the server's sensor port right? --host, --port)",
             a.host,

@@ -280,111 +280,136 @@ fn draw_panel(
             rect: r,
             doc,
             speed,
-        } => {
-            let h = r.y1 - r.y0;
-            let off = i * speed as u64;
-            if incremental && speed < h {
-                if speed == 0 {
-                    return None;
-                }
-                // Scrolling moves pixels; only the newly exposed rows are drawn.
-                for y in r.y0..r.y1 - speed {
-                    let src = ((y + speed) * stride + r.x0) as usize;
-                    buf.copy_within(
-                        src..src + (r.x1 - r.x0) as usize,
-                        (y * stride + r.x0) as usize,
-                    );
-                }
-                draw_document(
-                    buf,
-                    stride,
-                    r.x0,
-                    r.x1,
-                    r.y1 - speed,
-                    r.y1,
-                    doc,
-                    off.wrapping_sub(r.y0 as u64),
-                    INK,
-                    PAPER,
-                );
-            } else {
-                draw_document(
-                    buf,
-                    stride,
-                    r.x0,
-                    r.x1,
-                    r.y0,
-                    r.y1,
-                    doc,
-                    off.wrapping_sub(r.y0 as u64),
-                    INK,
-                    PAPER,
-                );
-            }
-            Some((r.y0, r.y1))
-        }
+        } => draw_scrolling(buf, stride, r, doc, speed, i, incremental),
         Panel::Typing {
             rect: r,
             doc,
             start,
             every,
-        } => {
-            let cols = ((r.x1 - r.x0) / CELL_W).max(1) as u64;
-            let rows = ((r.y1 - r.y0) / CELL_H).max(1) as u64;
-            let page = cols * rows;
-            let typed = |i: u64| start + i.checked_div(every).unwrap_or(0);
-            let cursor_on = |i: u64| (i / CURSOR_BLINK_FRAMES).is_multiple_of(2);
-            let (t, prev) = (typed(i), typed(i.saturating_sub(1)));
-            let cell = |buf: &mut [u32], k: u64| {
-                draw_cell(
-                    buf,
-                    stride,
-                    r,
-                    cols,
-                    doc + t / page,
-                    k,
-                    t % page,
-                    cursor_on(i),
-                )
-            };
-            if incremental && t / page == prev / page {
-                if t == prev && cursor_on(i) == cursor_on(i - 1) {
-                    return None;
-                }
-                let (first, last) = (prev % page, (t % page).min(page - 1));
-                for k in first..=last {
-                    cell(buf, k);
-                }
-                let line = |k: u64| (k / cols) as u32;
-                return Some((
-                    r.y0 + line(first) * CELL_H,
-                    (r.y0 + (line(last) + 1) * CELL_H).min(r.y1),
-                ));
-            } else {
-                fill(buf, stride, r, PAPER);
-                for k in 0..=(t % page).min(page - 1) {
-                    cell(buf, k);
-                }
-            }
-            Some((r.y0, r.y1))
+        } => draw_typing(buf, stride, r, (doc, start, every), i, incremental),
+        Panel::Video { rect: r } => draw_video(buf, stride, r, i),
+    }
+}
+
+/// A document scrolling by `speed` rows a frame; the rows it changed.
+fn draw_scrolling(
+    buf: &mut [u32],
+    stride: u32,
+    r: Rect,
+    doc: u64,
+    speed: u32,
+    i: u64,
+    incremental: bool,
+) -> Option<(u32, u32)> {
+    let h = r.y1 - r.y0;
+    let off = i * speed as u64;
+    if incremental && speed < h {
+        if speed == 0 {
+            return None;
         }
-        Panel::Video { rect: r } => {
-            let t = i as u32;
-            for y in r.y0..r.y1 {
-                let row = &mut buf[(y * stride + r.x0) as usize..(y * stride + r.x1) as usize];
-                let ny = hash(((y as u64) << 32) ^ i) as u32;
-                for (x, px) in (r.x0..r.x1).zip(row.iter_mut()) {
-                    let rr = x.wrapping_add(t * 3) & 0xFF;
-                    let gg = y.wrapping_add(t * 2) & 0xFF;
-                    // Cheap per-pixel noise keeps the content from compressing like a gradient.
-                    let noise = (ny ^ x.wrapping_mul(0x9E37_79B9)) >> 27;
-                    let bb = ((x ^ y).wrapping_add(t) & 0xE0) | noise;
-                    *px = 0xFF00_0000 | (rr << 16) | (gg << 8) | bb;
-                }
-            }
-            Some((r.y0, r.y1))
+        // Scrolling moves pixels; only the newly exposed rows are drawn.
+        for y in r.y0..r.y1 - speed {
+            let src = ((y + speed) * stride + r.x0) as usize;
+            buf.copy_within(
+                src..src + (r.x1 - r.x0) as usize,
+                (y * stride + r.x0) as usize,
+            );
+        }
+        draw_document(
+            buf,
+            stride,
+            r.x0,
+            r.x1,
+            r.y1 - speed,
+            r.y1,
+            doc,
+            off.wrapping_sub(r.y0 as u64),
+            INK,
+            PAPER,
+        );
+    } else {
+        draw_document(
+            buf,
+            stride,
+            r.x0,
+            r.x1,
+            r.y0,
+            r.y1,
+            doc,
+            off.wrapping_sub(r.y0 as u64),
+            INK,
+            PAPER,
+        );
+    }
+    Some((r.y0, r.y1))
+}
+
+/// Text typed at one character every `every` frames, with a blinking cursor; the rows it
+/// changed.
+fn draw_typing(
+    buf: &mut [u32],
+    stride: u32,
+    r: Rect,
+    (doc, start, every): (u64, u64, u64),
+    i: u64,
+    incremental: bool,
+) -> Option<(u32, u32)> {
+    let cols = ((r.x1 - r.x0) / CELL_W).max(1) as u64;
+    let rows = ((r.y1 - r.y0) / CELL_H).max(1) as u64;
+    let page = cols * rows;
+    let typed = |i: u64| start + i.checked_div(every).unwrap_or(0);
+    let cursor_on = |i: u64| (i / CURSOR_BLINK_FRAMES).is_multiple_of(2);
+    let (t, prev) = (typed(i), typed(i.saturating_sub(1)));
+    let cell = |buf: &mut [u32], k: u64| {
+        draw_cell(
+            buf,
+            stride,
+            r,
+            cols,
+            doc + t / page,
+            k,
+            t % page,
+            cursor_on(i),
+        )
+    };
+    if incremental && t / page == prev / page {
+        if t == prev && cursor_on(i) == cursor_on(i - 1) {
+            return None;
+        }
+        let (first, last) = (prev % page, (t % page).min(page - 1));
+        for k in first..=last {
+            cell(buf, k);
+        }
+        let line = |k: u64| (k / cols) as u32;
+        return Some((
+            r.y0 + line(first) * CELL_H,
+            (r.y0 + (line(last) + 1) * CELL_H).min(r.y1),
+        ));
+    } else {
+        fill(buf, stride, r, PAPER);
+        for k in 0..=(t % page).min(page - 1) {
+            cell(buf, k);
         }
     }
+    Some((r.y0, r.y1))
+}
+
+/// Moving colour noise over the whole panel (video-like); every row changes.
+fn draw_video(buf: &mut [u32], stride: u32, r: Rect, i: u64) -> Option<(u32, u32)> {
+    let t = i as u32;
+    for y in r.y0..r.y1 {
+        let row = &mut buf[(y * stride + r.x0) as usize..(y * stride + r.x1) as usize];
+        let ny = hash(((y as u64) << 32) ^ i) as u32;
+        for (x, px) in (r.x0..r.x1).zip(row.iter_mut()) {
+            let rr = x.wrapping_add(t * 3) & 0xFF;
+            let gg = y.wrapping_add(t * 2) & 0xFF;
+            // Cheap per-pixel noise keeps the content from compressing like a gradient.
+            let noise = (ny ^ x.wrapping_mul(0x9E37_79B9)) >> 27;
+            let bb = ((x ^ y).wrapping_add(t) & 0xE0) | noise;
+            *px = 0xFF00_0000 | (rr << 16) | (gg << 8) | bb;
+        }
+    }
+    Some((r.y0, r.y1))
 }
 
 /// Draws typing cell `k` (row-major) of a page: its character if typed (k < typed), and the

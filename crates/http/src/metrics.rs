@@ -56,10 +56,22 @@ pub fn render(
         events.with_label_values(&[&name]).inc_by(v);
     }
     r.register(Box::new(events))?;
+    mirror(&r, shared)?;
+    flow(&r, shared)?;
+    if let Some(sensors) = sensors {
+        sensor_hub(&r, sensors)?;
+    }
+    let mut out = Vec::new();
+    TextEncoder::new().encode(&r.gather(), &mut out)?;
+    Ok(String::from_utf8(out).unwrap_or_default())
+}
 
+/// The mirror's report: viewers, capture rate, recent per-stage percentiles, and the stage
+/// histograms since start.
+fn mirror(r: &Registry, shared: &Mirror) -> Result<(), prometheus::Error> {
     let report = shared.report();
     gauge(
-        &r,
+        r,
         "framewire_viewers",
         "Viewers connected now",
         report.clients,
@@ -101,75 +113,72 @@ pub fn render(
         }
     }
     r.register(Box::new(stages))?;
-    r.register(Box::new(shared.stages.vec.clone()))?;
-    flow(&r, shared)?;
+    r.register(Box::new(shared.stages.vec.clone()))
+}
 
-    if let Some(sensors) = sensors {
-        let st = &sensors.streams;
-        gauge(
-            &r,
-            "framewire_stream_queue_depth",
-            "Items waiting for the stream hub (publishers pause reading above the high-water mark)",
-            st.depth(),
-        )?;
-        gauge(
-            &r,
-            "framewire_stream_reads_paused",
-            "1 while publishers are told to stop reading their sockets",
-            st.is_paused() as usize,
-        )?;
-        let items = IntCounterVec::new(
-            Opts::new("framewire_stream_items_total", "Items published, by stream"),
-            &["stream"],
-        )?;
-        for (name, n) in st.stream_names() {
-            items.with_label_values(&[&name]).inc_by(n);
-        }
-        r.register(Box::new(items))?;
-        let h = st.hub_counters();
-        for (name, help, v) in [
-            (
-                "framewire_samples_published_total",
-                "Samples published to the hub",
-                h.samples_published,
-            ),
-            (
-                "framewire_thermal_published_total",
-                "Thermal grids published to the hub",
-                h.thermal_published,
-            ),
-            (
-                "framewire_samples_missed_total",
-                "Samples a subscriber lost to a full queue (each reported to it)",
-                h.samples_missed,
-            ),
-            (
-                "framewire_thermal_replaced_total",
-                "Grids replaced by a newer one before a subscriber took them",
-                h.thermal_replaced,
-            ),
-        ] {
-            let c = IntCounter::new(name, help)?;
-            c.inc_by(v);
-            r.register(Box::new(c))?;
-        }
-        gauge(
-            &r,
-            "framewire_stream_subscribers",
-            "Stream subscribers connected now",
-            st.subscriber_count(),
-        )?;
-        gauge(
-            &r,
-            "framewire_sensor_devices",
-            "Sensor devices connected now",
-            sensors.devices.count(),
-        )?;
+/// The stream hub: its queue, pauses, items by stream, subscribers and devices.
+fn sensor_hub(r: &Registry, sensors: &Sensors) -> Result<(), prometheus::Error> {
+    let st = &sensors.streams;
+    gauge(
+        r,
+        "framewire_stream_queue_depth",
+        "Items waiting for the stream hub (publishers pause reading above the high-water mark)",
+        st.depth(),
+    )?;
+    gauge(
+        r,
+        "framewire_stream_reads_paused",
+        "1 while publishers are told to stop reading their sockets",
+        st.is_paused() as usize,
+    )?;
+    let items = IntCounterVec::new(
+        Opts::new("framewire_stream_items_total", "Items published, by stream"),
+        &["stream"],
+    )?;
+    for (name, n) in st.stream_names() {
+        items.with_label_values(&[&name]).inc_by(n);
     }
-
-    let mut out = Vec::new();
-    TextEncoder::new().encode(&r.gather(), &mut out)?;
-    Ok(String::from_utf8(out).unwrap_or_default())
+    r.register(Box::new(items))?;
+    let h = st.hub_counters();
+    for (name, help, v) in [
+        (
+            "framewire_samples_published_total",
+            "Samples published to the hub",
+            h.samples_published,
+        ),
+        (
+            "framewire_thermal_published_total",
+            "Thermal grids published to the hub",
+            h.thermal_published,
+        ),
+        (
+            "framewire_samples_missed_total",
+            "Samples a subscriber lost to a full queue (each reported to it)",
+            h.samples_missed,
+        ),
+        (
+            "framewire_thermal_replaced_total",
+            "Grids replaced by a newer one before a subscriber took them",
+            h.thermal_replaced,
+        ),
+    ] {
+        let c = IntCounter::new(name, help)?;
+        c.inc_by(v);
+        r.register(Box::new(c))?;
+    }
+    gauge(
+        r,
+        "framewire_stream_subscribers",
+        "Stream subscribers connected now",
+        st.subscriber_count(),
+    )?;
+    gauge(
+        r,
+        "framewire_sensor_devices",
+        "Sensor devices connected now",
+        sensors.devices.count(),
+    )?;
+    Ok(())
 }
 
 /// Viewers' flow figures: the totals over every viewer since start, and each viewer's own

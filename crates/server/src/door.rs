@@ -1,5 +1,5 @@
 //! The front door of framewire v1: every v1 connection, over TCP or a browser's WebSocket,
-//! comes in here. It reads the Hello (within 5 s), checks it (`framewire-session`'s rules:
+//! comes in here. It feeds the sans-IO `Handshake` until the Hello arrives (within 5 s), checks it (`framewire-session`'s rules:
 //! version, role, token, stream) and hands the connection to the mirror (a viewer) or to the
 //! sensor hub (a subscriber), or says Goodbye with the reason.
 
@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use anyhow::bail;
 use framewire_mirror::Mirror;
-use framewire_proto::v1::{self, goodbye, Packet, Role};
+use framewire_proto::v1::{goodbye, Packet, Role};
 use framewire_sensors::Sensors;
-use framewire_session::{check_hello, token_matches, HelloRules};
+use framewire_session::{check_hello, token_matches, Handshake, Hello, HelloRules, Refusal};
+use framewire_telemetry::clock::now_us;
 use framewire_telemetry::{counter_set, Counter, CounterRegistry, Family};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{debug, warn};
@@ -42,15 +43,6 @@ pub struct Door {
     pub counters: Arc<DoorCounters>,
 }
 
-/// What a Hello asked for.
-struct Hello {
-    version: u16,
-    role: Role,
-    token: String,
-    stream: String,
-    caps: u32,
-}
-
 impl Door {
     pub fn new(
         mirror: Arc<Mirror>,
@@ -72,21 +64,16 @@ impl Door {
 
     /// One v1 connection, from its first byte to its end.
     pub async fn serve_v1<S: Conn>(&self, mut sock: S, peer: SocketAddr) -> anyhow::Result<()> {
-        let mut dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
-        let hello = match tokio::time::timeout(HELLO_TIMEOUT, read_hello(&mut sock, &mut dec)).await
-        {
-            Ok(Ok(h)) => h,
-            Ok(Err((reason, e))) => {
-                self.counters.handshake_rejected.inc(reason);
-                warn!(%peer, error = %e, "bad handshake");
-                return goodbye_and_close(&mut sock, goodbye::PROTOCOL_ERROR, e).await;
-            }
-            Err(_) => {
-                self.counters.handshake_rejected.inc("timeout");
-                let r = format!("no hello within {} s", HELLO_TIMEOUT.as_secs());
-                return goodbye_and_close(&mut sock, goodbye::PROTOCOL_ERROR, r).await;
+        let mut hs = Handshake::new(now_us(), HELLO_TIMEOUT.as_micros() as u64);
+        let hello = match read_hello(&mut sock, &mut hs).await {
+            Ok(h) => h,
+            Err(r) => {
+                self.counters.handshake_rejected.inc(r.counter);
+                warn!(%peer, reason = %r.reason, "bad handshake");
+                return goodbye_and_close(&mut sock, r.code, r.reason).await;
             }
         };
+        let dec = hs.into_decoder();
         // The control token lets a viewer send input, and view as well.
         let control = self
             .control_token
@@ -122,39 +109,25 @@ impl Door {
     }
 }
 
-/// Reads until the first packet, which must be a Hello; else the refusal's counter and reason.
-async fn read_hello<S: Conn>(
-    sock: &mut S,
-    dec: &mut v1::Decoder,
-) -> Result<Hello, (&'static str, String)> {
+/// Feeds the handshake until it has the Hello or a refusal (its own deadline included).
+async fn read_hello<S: Conn>(sock: &mut S, hs: &mut Handshake) -> Result<Hello, Refusal> {
+    let mut buf = [0u8; 4096];
     loop {
-        match dec.next_packet() {
-            Ok(Some(Packet::Hello {
-                version,
-                role,
-                token,
-                stream,
-                caps,
-            })) => {
-                return Ok(Hello {
-                    version,
-                    role,
-                    token,
-                    stream,
-                    caps,
-                })
-            }
-            Ok(Some(other)) => {
-                let kind = v1::kind_name(other.type_byte());
-                return Err(("not_hello", format!("expected hello, got {kind}")));
-            }
-            Ok(None) => {}
-            Err(e) => return Err(("bad_packet", format!("bad handshake: {e}"))),
+        if let Some(r) = hs.poll(now_us()) {
+            return r;
         }
-        match sock.read_buf(dec.buffer_mut()).await {
-            Ok(0) => return Err(("bad_packet", "bad handshake: closed before hello".into())),
-            Ok(_) => {}
-            Err(e) => return Err(("bad_packet", format!("bad handshake: {e}"))),
+        let wait = hs.poll_timeout().saturating_sub(now_us());
+        tokio::select! {
+            r = sock.read(&mut buf) => match r {
+                Ok(0) => return Err(hs.closed()),
+                Ok(n) => hs.handle_bytes(&buf[..n]),
+                Err(e) => return Err(Refusal {
+                    counter: "bad_packet",
+                    code: goodbye::PROTOCOL_ERROR,
+                    reason: format!("bad handshake: {e}"),
+                }),
+            },
+            _ = tokio::time::sleep(Duration::from_micros(wait)) => {}
         }
     }
 }

@@ -244,9 +244,14 @@ async fn a_stalled_viewer_stops_nobody_and_resyncs_with_one_keyframe() {
         server.counter("frames_captured"),
         slow.frames(),
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
     // While one viewer reads nothing, the source and the other viewers carry on (90 frames
     // in 1.5 s at 60 fps; at least half of that on a loaded test machine).
+    wait_for("the source and the other viewers to carry on", 1.5, || {
+        server.counter("frames_captured") - c0 >= 45
+            && fast.frames() - f0 >= 45
+            && dl.frames() - d0 >= 45
+    })
+    .await;
     assert!(
         server.counter("frames_captured") - c0 >= 45,
         "capture slowed down"
@@ -294,6 +299,33 @@ async fn a_stalled_viewer_stops_nobody_and_resyncs_with_one_keyframe() {
         r.skipped_frames > 0,
         "the server did not count the slow viewer's skips"
     );
+    // /metrics shows each viewer's flow: one v1 viewer skipped frames and was sent a forced
+    // keyframe after the gap; the totals hold at least as much.
+    let text = framewire_http::render(server.mirror(), server.registry(), None).unwrap();
+    let per_viewer = |event: &str| -> Vec<u64> {
+        let tag = format!("event=\"{event}\",protocol=\"framewire\"");
+        text.lines()
+            .filter(|l| l.starts_with("framewire_viewer_flow_events_total{") && l.contains(&tag))
+            .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    let (skipped, forced) = (per_viewer("skipped"), per_viewer("forced_keyframes"));
+    assert_eq!(skipped.len(), 2, "one series per v1 viewer:\n{text}");
+    assert!(
+        skipped.iter().any(|&n| n > 0),
+        "no viewer's skips in /metrics"
+    );
+    assert!(
+        forced.iter().any(|&n| n >= 1),
+        "no forced keyframe in /metrics"
+    );
+    let total = |event: &str| -> u64 {
+        let line = format!("framewire_flow_events_total{{event=\"{event}\"}} ");
+        let l = text.lines().find(|l| l.starts_with(&line)).unwrap();
+        l.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(total("skipped") >= skipped.iter().sum::<u64>());
+    assert!(total("forced_keyframes") >= 1);
     for v in [&slow, &fast, &dl] {
         v.task.abort();
     }
@@ -732,7 +764,19 @@ async fn a_local_publisher_feeds_the_server_through_shared_memory() {
     cfg.source = SourceSpec::Shm(name.clone());
     let server = Server::start(cfg).await.unwrap();
     let v = TestViewer::start(server.v1_addr.unwrap(), Protocol::V1, Scene::Idle, None);
-    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    wait_for(
+        "more than 30 distinct pictures from the publisher",
+        10.0,
+        || {
+            let seen = v.seen.lock().unwrap();
+            seen.iter()
+                .map(|s| s.checksum)
+                .collect::<HashSet<u64>>()
+                .len()
+                > 30
+        },
+    )
+    .await;
     stop.store(true, Ordering::Relaxed);
     pubt.join().unwrap();
     let seen = v.seen.lock().unwrap().clone();

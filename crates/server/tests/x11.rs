@@ -167,7 +167,14 @@ async fn the_screen_arrives_pixel_exact_and_an_unchanged_screen_is_not_read() {
         server.counter("x11_idle_polls"),
     );
     let frames = server.counter("frames_without_damage");
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // 30 polls of an unchanged screen (half a second at 60 fps).
+    let until = Instant::now() + Duration::from_secs(10);
+    while server.counter("x11_polls") < polls + 30
+        || server.counter("frames_without_damage") < frames + 30
+    {
+        assert!(Instant::now() < until, "damage polling stopped");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(server.counter("x11_image_reads"), reads, "reads while idle");
     assert!(
         server.counter("x11_polls") >= polls + 30,

@@ -144,3 +144,97 @@ mod tests {
         assert!(!token_matches("", "abc"));
     }
 }
+
+/// A Hello as it arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    pub version: u16,
+    pub role: Role,
+    pub token: String,
+    pub stream: String,
+    pub caps: u32,
+}
+
+/// The host's side of a v1 connection before its Hello has been accepted: bytes in, and out
+/// either the Hello (with whatever the peer sent after it still in the decoder) or the refusal
+/// to send. It has a deadline: a connection that has sent no Hello by then is refused. No I/O
+/// and no clock of its own; the runtime passes bytes and the time.
+pub struct Handshake {
+    dec: v1::Decoder,
+    deadline_us: u64,
+    timeout_us: u64,
+}
+
+impl Handshake {
+    /// A connection accepted at `now_us` that must send its Hello within `timeout_us`.
+    pub fn new(now_us: u64, timeout_us: u64) -> Self {
+        Handshake {
+            dec: v1::Decoder::new(v1::MAX_CONTROL_BODY),
+            deadline_us: now_us + timeout_us,
+            timeout_us,
+        }
+    }
+
+    /// Bytes from the peer.
+    pub fn handle_bytes(&mut self, bytes: &[u8]) {
+        self.dec.feed(bytes);
+    }
+
+    /// The peer closed its side before a Hello.
+    pub fn closed(&self) -> Refusal {
+        protocol_error("bad_packet", "bad handshake: closed before hello".into())
+    }
+
+    /// When [`Handshake::poll`] refuses by itself if nothing has arrived.
+    pub fn poll_timeout(&self) -> u64 {
+        self.deadline_us
+    }
+
+    /// `None` while more bytes are needed; the Hello; or why the connection is refused.
+    pub fn poll(&mut self, now_us: u64) -> Option<Result<Hello, Refusal>> {
+        match self.dec.next_packet() {
+            Ok(Some(v1::Packet::Hello {
+                version,
+                role,
+                token,
+                stream,
+                caps,
+            })) => Some(Ok(Hello {
+                version,
+                role,
+                token,
+                stream,
+                caps,
+            })),
+            Ok(Some(other)) => {
+                let kind = v1::kind_name(other.type_byte());
+                Some(Err(protocol_error(
+                    "not_hello",
+                    format!("expected hello, got {kind}"),
+                )))
+            }
+            Err(e) => Some(Err(protocol_error(
+                "bad_packet",
+                format!("bad handshake: {e}"),
+            ))),
+            Ok(None) if now_us >= self.deadline_us => Some(Err(protocol_error(
+                "timeout",
+                format!("no hello within {} s", self.timeout_us / 1_000_000),
+            ))),
+            Ok(None) => None,
+        }
+    }
+
+    /// The decoder, holding whatever the peer sent after its Hello (for the session).
+    pub fn into_decoder(self) -> v1::Decoder {
+        self.dec
+    }
+}
+
+fn protocol_error(counter: &'static str, reason: String) -> Refusal {
+    Refusal {
+        counter,
+        code: goodbye::PROTOCOL_ERROR,
+        reason,
+    }
+}

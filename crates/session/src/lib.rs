@@ -25,7 +25,7 @@ pub mod wire_daylight;
 pub mod wire_v1;
 
 pub use frame::{FrameMeta, Payload, SourceFrame};
-pub use handshake::{check_hello, token_matches, HelloRules, Refusal};
+pub use handshake::{check_hello, token_matches, Handshake, Hello, HelloRules, Refusal};
 pub use host::{Event, HostConfig, HostCount, HostSession, Transmit, ViewerReader};
 pub use negotiate::{negotiate, Negotiated};
 pub use protocol::Protocol;
