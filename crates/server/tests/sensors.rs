@@ -364,7 +364,7 @@ async fn metrics_are_served_and_promtool_accepts_them() {
     )
     .await;
     let mut body = String::new();
-    for _ in 0..100 {
+    for _ in 0..500 {
         let mut s = TcpStream::connect(server.http_addr.unwrap()).await.unwrap();
         s.write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
             .await
@@ -373,7 +373,10 @@ async fn metrics_are_served_and_promtool_accepts_them() {
         s.read_to_string(&mut resp).await.unwrap();
         assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
         body = resp.split_once("\r\n\r\n").unwrap().1.to_string();
-        if body.contains("framewire_samples_published_total 3") {
+        // Every reading is in, and the capture loop has timed at least one frame.
+        if body.contains("framewire_samples_published_total 3")
+            && body.contains("framewire_stage_latency_recent_seconds{")
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
