@@ -1,6 +1,7 @@
 //! framewire's clients, for `framewire view`, the benches, the tests and any program that
 //! embeds one: the headless screen viewer (framewire v1 through the sans-IO `ViewerSession`,
-//! or the Daylight app's protocol) and the shared-memory frame viewer.
+//! the Daylight app's protocol through `DaylightViewerSession`) and the shared-memory frame
+//! viewer.
 //!
 //! | file | what |
 //! |---|---|

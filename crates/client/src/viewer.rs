@@ -6,10 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context};
-use bytes::BytesMut;
-use framewire_codec::{BlockCodec, Picture};
-use framewire_proto::daylight::{self, HostDecoder, HostPacket, ViewerPacket};
+use anyhow::{bail, Context};
+use framewire_codec::Picture;
+use framewire_proto::daylight;
 use framewire_proto::v1::{self, caps, AckStatus};
 use framewire_telemetry::SampleWindow;
 use serde::Serialize;
@@ -17,7 +16,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use framewire_session::Protocol;
-use framewire_session::{Shown, ViewerEvent, ViewerHello, ViewerSession};
+use framewire_session::{
+    DaylightShown, DaylightViewerEvent, DaylightViewerSession, Shown, ViewerEvent, ViewerHello,
+    ViewerSession,
+};
 use framewire_telemetry::clock::now_us;
 
 #[derive(Debug, Clone)]
@@ -375,78 +377,75 @@ async fn run_daylight(
     stats: Arc<Mutex<ViewerStats>>,
     mut on_frame: impl FnMut(&FrameEvent<'_>) -> bool,
 ) -> anyhow::Result<()> {
-    let mut dec = HostDecoder::new(daylight::DEFAULT_MAX_PAYLOAD);
-    let mut picture = Picture::new(0, 0);
-    let mut out = BytesMut::with_capacity(16);
+    let mut session = DaylightViewerSession::new(now_us);
     let mut rc = RecvClock(None);
+    let mut buf = vec![0u8; 1 << 20];
     let mut frames = 0u64;
     loop {
-        while let Some(p) = dec
-            .next_packet()
-            .map_err(|e| anyhow!("bad packet from the server: {e}"))?
-        {
-            let now = now_us();
-            let recv = rc.packet_done(now, !dec.buffer_mut().is_empty());
-            match p {
-                HostPacket::Resolution { width, height } => {
-                    picture.resize(width as u32, height as u32);
+        wait_unpaused(&opts.paused).await;
+        let n = sock.read(&mut buf).await?;
+        if n == 0 {
+            bail!("the server closed the connection");
+        }
+        rc.bytes_arrived(now_us());
+        session.handle_bytes(now_us(), &buf[..n]);
+        while let Some(e) = session.poll_event() {
+            let shown = match e {
+                DaylightViewerEvent::Size { width, height } => {
                     let mut s = lock(&stats);
-                    (s.width, s.height) = (width as u32, height as u32);
+                    (s.width, s.height) = (width, height);
+                    continue;
                 }
-                HostPacket::Command { cmd, value } => {
+                DaylightViewerEvent::Command { cmd, value } => {
                     let mut s = lock(&stats);
                     match cmd {
                         daylight::CMD_BRIGHTNESS => s.brightness = Some(value),
                         daylight::CMD_WARMTH => s.warmth = Some(value),
                         _ => {}
                     }
+                    continue;
                 }
-                HostPacket::Frame {
-                    keyframe,
-                    seq,
-                    payload,
-                } => {
-                    let t0 = now_us();
-                    let r = picture.decode(keyframe, BlockCodec::Lz4, &payload);
-                    let t1 = now_us();
-                    picture.apply();
-                    let t2 = now_us();
-                    // Daylight ACKs after applying, whatever happened (the protocol has no
-                    // error report); a failure is counted here and recovers at a keyframe.
-                    out.clear();
-                    ViewerPacket::Ack { seq }.encode(&mut out);
-                    sock.write_all(&out).await?;
-                    frames += 1;
-                    {
-                        let mut s = lock(&stats);
-                        let status = if r.is_ok() {
-                            AckStatus::Applied
-                        } else {
-                            AckStatus::DecodeError
-                        };
-                        record(&mut s, seq as u64, recv, t2 - t0, payload.len(), status);
-                        if keyframe {
-                            s.keyframes += 1
-                        } else {
-                            s.deltas += 1
-                        }
-                        if r.is_ok() {
-                            s.decompress_us.push((t1 - t0) as f64);
-                            s.apply_us.push((t2 - t1) as f64);
-                        }
-                        s.applied_at.push(t2 as f64);
-                    }
-                    let ev = FrameEvent::of(&picture, seq as u64, keyframe, false, None);
-                    if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
-                        return Ok(());
-                    }
-                }
+                DaylightViewerEvent::Error(e) => bail!("bad packet from the server: {e}"),
+                DaylightViewerEvent::Shown(s) => s,
+            };
+            // Daylight ACKs after applying, whatever happened (the protocol has no error
+            // report); a failure is counted here and recovers at a keyframe.
+            while let Some(ack) = session.poll_transmit() {
+                sock.write_all(&ack).await?;
+            }
+            frames += 1;
+            record_daylight(&stats, &shown, rc.packet_done(shown.received_us, false));
+            let ev = FrameEvent::of(
+                session.picture(),
+                shown.seq as u64,
+                shown.keyframe,
+                false,
+                None,
+            );
+            if !on_frame(&ev) || opts.max_frames.is_some_and(|m| frames >= m) {
+                return Ok(());
             }
         }
-        wait_unpaused(&opts.paused).await;
-        if sock.read_buf(dec.buffer_mut()).await? == 0 {
-            bail!("the server closed the connection");
-        }
-        rc.bytes_arrived(now_us());
     }
+}
+
+fn record_daylight(stats: &Mutex<ViewerStats>, sh: &DaylightShown, recv: u64) {
+    let mut s = lock(stats);
+    let status = if sh.decoded {
+        AckStatus::Applied
+    } else {
+        AckStatus::DecodeError
+    };
+    let total = sh.decompress_us + sh.apply_us;
+    record(&mut s, sh.seq as u64, recv, total, sh.bytes, status);
+    if sh.keyframe {
+        s.keyframes += 1
+    } else {
+        s.deltas += 1
+    }
+    if sh.decoded {
+        s.decompress_us.push(sh.decompress_us as f64);
+        s.apply_us.push(sh.apply_us as f64);
+    }
+    s.applied_at.push(sh.applied_us as f64);
 }

@@ -9,6 +9,7 @@
 //! | `negotiate.rs` | the codec and features a viewer gets, from the capabilities it declared |
 //! | `host.rs` | one viewer after its Hello: what to send for each frame, pings, ACKs, goodbye |
 //! | `viewer.rs` | the viewer's side of v1: Hello, decode, apply, verify, ACK, pings |
+//! | `viewer_daylight.rs` | a viewer of the Daylight protocol, as the app behaves: decode, apply, ACK |
 //! | `frame.rs` | a captured frame as every viewer shares it (payloads made once per codec) |
 //! | `wire.rs` | the trait that turns a session's decisions into one protocol's bytes |
 //! | `wire_v1.rs`, `wire_daylight.rs` | framewire v1 and the Daylight app's wire format |
@@ -20,6 +21,7 @@ pub mod host;
 pub mod negotiate;
 mod protocol;
 pub mod viewer;
+pub mod viewer_daylight;
 pub mod wire;
 pub mod wire_daylight;
 pub mod wire_v1;
@@ -30,6 +32,7 @@ pub use host::{Event, HostConfig, HostCount, HostSession, Transmit, ViewerReader
 pub use negotiate::{negotiate, Negotiated};
 pub use protocol::Protocol;
 pub use viewer::{Shown, ViewerEvent, ViewerHello, ViewerSession};
+pub use viewer_daylight::{DaylightShown, DaylightViewerEvent, DaylightViewerSession};
 pub use wire::{ViewerCommand, Wire, Work};
 pub use wire_daylight::DaylightWire;
 pub use wire_v1::{codec_from_wire, codec_to_wire, V1Wire};

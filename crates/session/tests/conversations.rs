@@ -604,3 +604,64 @@ fn host_and_viewer_sessions_talk_to_each_other() {
     let e2e: Vec<u64> = shown.iter().filter_map(|s| s.end_to_end_us).collect();
     assert!(e2e.len() > 20 && e2e.iter().all(|&t| t == 1_000), "{e2e:?}");
 }
+
+/// A Daylight host session and a Daylight viewer session (the app's behaviour) in memory: the
+/// resolution first, then a keyframe and deltas; every picture the viewer shows is the host's,
+/// every frame is ACKed, and the host's RTTs are exact on the fake clock.
+#[test]
+fn host_and_daylight_viewer_sessions_talk_to_each_other() {
+    use framewire_session::{DaylightViewerEvent, DaylightViewerSession};
+    let set = |t: u64| CLOCK.store(t, std::sync::atomic::Ordering::Relaxed);
+    set(5_000_000);
+    let mut viewer = DaylightViewerSession::new(fake_now);
+    let reader = ViewerReader::Daylight(daylight::ViewerDecoder::new());
+    let mut host = HostSession::new(DaylightWire::default(), reader, config());
+    let mut src = Source::new();
+    let (mut shown, mut sizes, mut rtts) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..20u64 {
+        let now = fake_now();
+        host.handle_timeout(now);
+        if host.can_send(now) {
+            offer(&mut host, now, &src.frame(now, i % 5 == 4));
+        }
+        let (to_viewer, _) = drain(&mut host);
+        set(now + 1_000);
+        viewer.handle_bytes(fake_now(), &to_viewer);
+        while let Some(e) = viewer.poll_event() {
+            match e {
+                DaylightViewerEvent::Shown(s) => {
+                    assert!(s.decoded, "frame {}", s.seq);
+                    // The content of this frame: an unchanged one repeats the picture before.
+                    let want = (0..=i).rev().find(|k| k % 5 != 4).unwrap();
+                    assert!(viewer.picture().equals(&picture(want)), "frame {i}");
+                    shown.push(s);
+                }
+                DaylightViewerEvent::Size { width, height } => sizes.push((width, height)),
+                DaylightViewerEvent::Command { .. } => {}
+                DaylightViewerEvent::Error(e) => panic!("{e}"),
+            }
+        }
+        let acks: Vec<u8> = std::iter::from_fn(|| viewer.poll_transmit())
+            .flatten()
+            .collect();
+        set(now + 2_000);
+        host.handle_bytes(fake_now(), &acks);
+        let (_, events) = drain(&mut host);
+        rtts.extend(events.into_iter().filter_map(|e| match e {
+            Event::Rtt(r) => Some(r),
+            _ => None,
+        }));
+        set(now + 16_000);
+    }
+    assert_eq!(
+        sizes,
+        [(W, H)],
+        "one resolution packet, before the first frame"
+    );
+    assert!(!viewer.is_done());
+    assert!(shown[0].keyframe, "the first frame is a keyframe");
+    // An unchanged picture sends nothing to a Daylight viewer; every other frame arrives.
+    assert_eq!(shown.len(), 16);
+    assert_eq!(rtts.len(), 16, "every frame ACKed");
+    assert!(rtts.iter().all(|&r| r == 2_000), "{rtts:?}");
+}
