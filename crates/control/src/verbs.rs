@@ -18,30 +18,30 @@ const VERBS: &str = "BRIGHTNESS WARMTH BACKLIGHT RESOLUTION START STOP STATUS RE
 /// `OK comfortable (no change)`, …); what framewire adds is in extra `key=value` lines or in
 /// its own verbs, never in place of the original's words.
 pub fn execute(line: &str, target: &Target) -> String {
-    let shared = &*target.mirror;
+    let mirror = &*target.mirror;
     let (verb, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let verb = verb.to_ascii_uppercase();
     let rest = rest.trim();
     let arg = (!rest.is_empty()).then_some(rest);
     let reply = match verb.as_str() {
-        "BRIGHTNESS" | "WARMTH" => level(&verb, arg, shared),
-        "BACKLIGHT" => backlight(arg, shared),
-        "RESOLUTION" => resolution(arg, shared),
-        "START" | "STOP" | "RESTART" | "RECONNECT" | "STATUS" => running_verb(&verb, shared),
-        "SHARPEN" | "CONTRAST" => daylight_tuning(&verb, arg, shared),
-        "GAMMA" | "PROFILE" => framewire_tuning(&verb, arg, shared),
+        "BRIGHTNESS" | "WARMTH" => level(&verb, arg, mirror),
+        "BACKLIGHT" => backlight(arg, mirror),
+        "RESOLUTION" => resolution(arg, mirror),
+        "START" | "STOP" | "RESTART" | "RECONNECT" | "STATUS" => running_verb(&verb, mirror),
+        "SHARPEN" | "CONTRAST" => daylight_tuning(&verb, arg, mirror),
+        "GAMMA" | "PROFILE" => framewire_tuning(&verb, arg, mirror),
         "FONTSMOOTHING" => match arg.map(str::to_ascii_lowercase).as_deref() {
             None | Some("on") => "OK on".to_string(),
             Some("off") => "ERR font smoothing is each X11 application's own (fontconfig); framewire cannot turn it off (use SHARPEN and CONTRAST)".to_string(),
             Some(_) => "ERR use on or off".to_string(),
         },
-        "LATENCY" if !shared.settings().running => "ERR not running".to_string(),
-        "LATENCY" => format_daylight_latency(&shared.report())
+        "LATENCY" if !mirror.settings().running => "ERR not running".to_string(),
+        "LATENCY" => format_daylight_latency(&mirror.report())
             .trim_end()
             .to_string(),
-        "HEALTH" => health(shared),
+        "HEALTH" => health(mirror),
         "DEVICE" => device(arg, target.sensors.as_ref()),
-        "REPORT" => match serde_json::to_string(&shared.report()) {
+        "REPORT" => match serde_json::to_string(&mirror.report()) {
             Ok(j) => format!("OK\n{j}"),
             Err(e) => format!("ERR {e}"),
         },
@@ -52,8 +52,8 @@ pub fn execute(line: &str, target: &Target) -> String {
 }
 
 /// `BRIGHTNESS [n]`, `WARMTH [n]`: clamped to 0–255, reply `OK <value>`.
-fn level(verb: &str, arg: Option<&str>, shared: &Mirror) -> String {
-    let mut s = shared.settings_mut();
+fn level(verb: &str, arg: Option<&str>, mirror: &Mirror) -> String {
+    let mut s = mirror.settings_mut();
     let brightness = verb == "BRIGHTNESS";
     let Some(a) = arg else {
         return format!("OK {}", if brightness { s.brightness } else { s.warmth });
@@ -70,13 +70,13 @@ fn level(verb: &str, arg: Option<&str>, shared: &Mirror) -> String {
         s.set_warmth(v)
     };
     drop(s);
-    shared.send_command(c);
+    mirror.send_command(c);
     let (ViewerCommand::Brightness(v) | ViewerCommand::Warmth(v) | ViewerCommand::Backlight(v)) = c;
     format!("OK {v}")
 }
 
 /// `BACKLIGHT [on|off|toggle]`: reply `OK on` or `OK off`.
-fn backlight(arg: Option<&str>, shared: &Mirror) -> String {
+fn backlight(arg: Option<&str>, mirror: &Mirror) -> String {
     let b = match arg.map(str::to_ascii_lowercase).as_deref() {
         Some("on") => Some(Backlight::On),
         Some("off") => Some(Backlight::Off),
@@ -84,20 +84,20 @@ fn backlight(arg: Option<&str>, shared: &Mirror) -> String {
         // The original answers the current state to anything else.
         _ => None,
     };
-    let mut s = shared.settings_mut();
+    let mut s = mirror.settings_mut();
     let c = b.and_then(|b| s.set_backlight(b));
     let on = s.backlight_on;
     drop(s);
     if let Some(c) = c {
-        shared.send_command(c);
+        mirror.send_command(c);
     }
     format!("OK {}", if on { "on" } else { "off" })
 }
 
 /// `RESOLUTION [name|WxH]`: `OK comfortable`, `OK comfortable (restarting)` while capturing,
 /// `OK comfortable (no change)`; presets landscape and `portrait-*`, and (framewire) any WxH.
-fn resolution(arg: Option<&str>, shared: &Mirror) -> String {
-    let (w, h) = shared.resolution();
+fn resolution(arg: Option<&str>, mirror: &Mirror) -> String {
+    let (w, h) = mirror.resolution();
     let current = Resolution {
         width: w,
         height: h,
@@ -114,8 +114,8 @@ fn resolution(arg: Option<&str>, shared: &Mirror) -> String {
     if r == current {
         return format!("OK {} (no change)", r.label());
     }
-    shared.set_resolution((r.width, r.height));
-    if shared.settings_mut().running {
+    mirror.set_resolution((r.width, r.height));
+    if mirror.settings_mut().running {
         format!("OK {} (restarting)", r.label())
     } else {
         format!("OK {}", r.label())
@@ -124,8 +124,8 @@ fn resolution(arg: Option<&str>, shared: &Mirror) -> String {
 
 /// `START`, `STOP`, `RESTART`, `RECONNECT`, `STATUS`: the capture's running state, in the
 /// original's words (`idle` when stopped).
-fn running_verb(verb: &str, shared: &Mirror) -> String {
-    let mut s = shared.settings_mut();
+fn running_verb(verb: &str, mirror: &Mirror) -> String {
+    let mut s = mirror.settings_mut();
     let was = s.running;
     match verb {
         "START" if was => "OK already running".into(),
@@ -141,7 +141,7 @@ fn running_verb(verb: &str, shared: &Mirror) -> String {
         "RESTART" | "RECONNECT" if !was => "ERR not running".into(),
         "RESTART" => {
             drop(s);
-            shared.restart_capture();
+            mirror.restart_capture();
             "OK restarting".into()
         }
         // Viewers reconnect by themselves; with --adb the tunnels are watched and renewed.
@@ -151,8 +151,8 @@ fn running_verb(verb: &str, shared: &Mirror) -> String {
 }
 
 /// `SHARPEN [0-3]`, `CONTRAST [1-2]`: the original's ranges and one-decimal replies.
-fn daylight_tuning(verb: &str, arg: Option<&str>, shared: &Mirror) -> String {
-    let mut s = shared.settings_mut();
+fn daylight_tuning(verb: &str, arg: Option<&str>, mirror: &Mirror) -> String {
+    let mut s = mirror.settings_mut();
     let slot = if verb == "SHARPEN" {
         &mut s.tuning.sharpen
     } else {
@@ -185,8 +185,8 @@ fn daylight_tuning(verb: &str, arg: Option<&str>, shared: &Mirror) -> String {
 }
 
 /// framewire's own tuning verbs: `GAMMA [0.2-5]`, `PROFILE [name]`.
-fn framewire_tuning(verb: &str, arg: Option<&str>, shared: &Mirror) -> String {
-    let mut s = shared.settings_mut();
+fn framewire_tuning(verb: &str, arg: Option<&str>, mirror: &Mirror) -> String {
+    let mut s = mirror.settings_mut();
     if verb == "GAMMA" {
         if let Some(a) = arg {
             match Tuning::parse_setting("gamma", a) {
@@ -212,17 +212,17 @@ fn framewire_tuning(verb: &str, arg: Option<&str>, shared: &Mirror) -> String {
 }
 
 /// `HEALTH`: `OK`, then the original's keys, then framewire's own.
-fn health(shared: &Mirror) -> String {
-    let r = shared.report();
-    let s = *shared.settings_mut();
-    let (w, h) = shared.resolution();
+fn health(mirror: &Mirror) -> String {
+    let r = mirror.report();
+    let s = mirror.settings();
+    let (w, h) = mirror.resolution();
     let label = Resolution {
         width: w,
         height: h,
     }
     .label();
     let on_off = |b: bool| if b { "on" } else { "off" };
-    let frames = shared.frames_published();
+    let frames = mirror.frames_published();
     let mut out = String::from("OK");
     for (k, v) in [
         (
@@ -289,7 +289,7 @@ mod tests {
     use framewire_mirror::MirrorConfig;
     use framewire_telemetry::CounterRegistry;
 
-    fn shared() -> Target {
+    fn mirror() -> Target {
         let cfg = MirrorConfig {
             resolution: Resolution {
                 width: 1024,
@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn display_verbs_answer_in_the_original_format() {
-        let s = shared();
+        let s = mirror();
         let mut rx = s.mirror.subscribe_commands();
         replies(
             &s,
@@ -357,7 +357,7 @@ mod tests {
 
     #[test]
     fn resolution_and_running_verbs_answer_in_the_original_format() {
-        let s = shared();
+        let s = mirror();
         replies(
             &s,
             &[
@@ -420,7 +420,7 @@ mod tests {
 
     #[test]
     fn sharpen_and_contrast_take_the_original_ranges() {
-        let s = shared();
+        let s = mirror();
         replies(
             &s,
             &[
@@ -458,7 +458,7 @@ mod tests {
 
     #[test]
     fn framewire_tuning_verbs_change_the_live_settings() {
-        let s = shared();
+        let s = mirror();
         replies(
             &s,
             &[

@@ -62,37 +62,65 @@ pub struct ViewerFlowStats {
     pub refresh_keyframes: u64,
 }
 
+// Both functions take the struct apart with a pattern that has no `..`: a field added to the
+// struct and not here fails to compile, so neither `/metrics` nor the totals can miss it.
 impl ViewerFlowStats {
     /// Each figure by name (the names `/metrics` uses), in declaration order.
     pub fn fields(&self) -> [(&'static str, u64); 11] {
+        let ViewerFlowStats {
+            frames_planned,
+            keyframes,
+            forced_keyframes,
+            deltas,
+            unchanged,
+            skipped,
+            acks,
+            unknown_acks,
+            ack_timeouts,
+            keyframe_requests,
+            refresh_keyframes,
+        } = *self;
         [
-            ("frames_planned", self.frames_planned),
-            ("keyframes", self.keyframes),
-            ("forced_keyframes", self.forced_keyframes),
-            ("deltas", self.deltas),
-            ("unchanged", self.unchanged),
-            ("skipped", self.skipped),
-            ("acks", self.acks),
-            ("unknown_acks", self.unknown_acks),
-            ("ack_timeouts", self.ack_timeouts),
-            ("keyframe_requests", self.keyframe_requests),
-            ("refresh_keyframes", self.refresh_keyframes),
+            ("frames_planned", frames_planned),
+            ("keyframes", keyframes),
+            ("forced_keyframes", forced_keyframes),
+            ("deltas", deltas),
+            ("unchanged", unchanged),
+            ("skipped", skipped),
+            ("acks", acks),
+            ("unknown_acks", unknown_acks),
+            ("ack_timeouts", ack_timeouts),
+            ("keyframe_requests", keyframe_requests),
+            ("refresh_keyframes", refresh_keyframes),
         ]
     }
 
     /// Adds another viewer's figures to these (totals that survive viewers leaving).
     pub fn add(&mut self, o: &ViewerFlowStats) {
-        self.frames_planned += o.frames_planned;
-        self.keyframes += o.keyframes;
-        self.forced_keyframes += o.forced_keyframes;
-        self.deltas += o.deltas;
-        self.unchanged += o.unchanged;
-        self.skipped += o.skipped;
-        self.acks += o.acks;
-        self.unknown_acks += o.unknown_acks;
-        self.ack_timeouts += o.ack_timeouts;
-        self.keyframe_requests += o.keyframe_requests;
-        self.refresh_keyframes += o.refresh_keyframes;
+        let ViewerFlowStats {
+            frames_planned,
+            keyframes,
+            forced_keyframes,
+            deltas,
+            unchanged,
+            skipped,
+            acks,
+            unknown_acks,
+            ack_timeouts,
+            keyframe_requests,
+            refresh_keyframes,
+        } = *o;
+        self.frames_planned += frames_planned;
+        self.keyframes += keyframes;
+        self.forced_keyframes += forced_keyframes;
+        self.deltas += deltas;
+        self.unchanged += unchanged;
+        self.skipped += skipped;
+        self.acks += acks;
+        self.unknown_acks += unknown_acks;
+        self.ack_timeouts += ack_timeouts;
+        self.keyframe_requests += keyframe_requests;
+        self.refresh_keyframes += refresh_keyframes;
     }
 }
 

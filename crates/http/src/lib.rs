@@ -40,7 +40,7 @@ pub use metrics::render;
 /// (Hello, token, then a viewer or a subscriber), the same one TCP connections go through.
 pub trait Door: Send + Sync + 'static {
     fn serve(
-        &self,
+        self: Arc<Self>,
         conn: tokio::io::DuplexStream,
         peer: SocketAddr,
     ) -> Pin<Box<dyn Future<Output = ()> + Send>>;

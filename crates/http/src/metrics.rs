@@ -40,7 +40,7 @@ fn gauge(r: &Registry, name: &str, help: &str, v: usize) -> Result<(), prometheu
 
 /// The exposition text for the server's state now.
 pub fn render(
-    shared: &Mirror,
+    mirror: &Mirror,
     counters: &CounterRegistry,
     sensors: Option<&Sensors>,
 ) -> Result<String, prometheus::Error> {
@@ -56,8 +56,8 @@ pub fn render(
         events.with_label_values(&[&name]).inc_by(v);
     }
     r.register(Box::new(events))?;
-    mirror(&r, shared)?;
-    flow(&r, shared)?;
+    mirror_figures(&r, mirror)?;
+    flow(&r, mirror)?;
     if let Some(sensors) = sensors {
         sensor_hub(&r, sensors)?;
     }
@@ -68,8 +68,8 @@ pub fn render(
 
 /// The mirror's report: viewers, capture rate, recent per-stage percentiles, and the stage
 /// histograms since start.
-fn mirror(r: &Registry, shared: &Mirror) -> Result<(), prometheus::Error> {
-    let report = shared.report();
+fn mirror_figures(r: &Registry, mirror: &Mirror) -> Result<(), prometheus::Error> {
+    let report = mirror.report();
     gauge(
         r,
         "framewire_viewers",
@@ -113,7 +113,7 @@ fn mirror(r: &Registry, shared: &Mirror) -> Result<(), prometheus::Error> {
         }
     }
     r.register(Box::new(stages))?;
-    r.register(Box::new(shared.stages.vec.clone()))
+    r.register(Box::new(mirror.stages.vec.clone()))
 }
 
 /// The stream hub: its queue, pauses, items by stream, subscribers and devices.

@@ -67,7 +67,7 @@ pub(crate) async fn upgrade(
 async fn bridge(ws: WebSocket, peer: SocketAddr, ctx: Arc<HttpCtx>) {
     ctx.counters.connections.inc("websocket");
     let (near, far) = tokio::io::duplex(PIPE);
-    let session = tokio::spawn(ctx.door.serve(far, peer));
+    let session = tokio::spawn(ctx.door.clone().serve(far, peer));
     let (mut from_session, mut to_session) = tokio::io::split(near);
     let (mut sink, mut stream) = ws.split();
     let counters = ctx.counters.clone();

@@ -6,7 +6,7 @@
 
 use std::io;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BufMut;
@@ -23,21 +23,6 @@ use framewire_telemetry::observe_us;
 
 use crate::mirror::{lock, Mirror, ViewerShared};
 
-/// Appends one line per frame sent to the trace file, if tracing is on.
-pub type Trace = Option<Arc<Mutex<std::fs::File>>>;
-
-/// Opens the frame trace file for appending, if one is configured.
-pub(crate) fn open_trace(path: Option<&std::path::Path>) -> anyhow::Result<Trace> {
-    use anyhow::Context;
-    let Some(p) = path else { return Ok(None) };
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(p)
-        .with_context(|| format!("opening trace file {}", p.display()))?;
-    Ok(Some(Arc::new(Mutex::new(f))))
-}
-
 /// Payloads up to this size are copied behind their header so both go out in one write.
 const COALESCE_MAX: usize = 64 * 1024;
 /// Bytes read from the viewer at a time (ACKs, pings, input: small packets).
@@ -48,14 +33,25 @@ struct SessionCtx {
     viewer: Arc<ViewerShared>,
 }
 
-/// Runs the session until the viewer leaves, breaks the protocol, or the server stops.
+/// Runs the session until the viewer leaves, breaks the protocol, or the server stops; its
+/// last figures are published however it ends.
 pub(crate) async fn drive<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
     mut session: HostSession<W>,
     mirror: Arc<Mirror>,
     viewer: Arc<ViewerShared>,
-    mut sock: S,
+    sock: S,
 ) -> io::Result<()> {
     let cx = SessionCtx { mirror, viewer };
+    let r = run(&mut session, &cx, sock).await;
+    publish_figures(&session, &cx, true);
+    r
+}
+
+async fn run<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
+    session: &mut HostSession<W>,
+    cx: &SessionCtx,
+    mut sock: S,
+) -> io::Result<()> {
     let mirror = cx.mirror.clone();
     let mut frames = mirror.frames.subscribe();
     frames.mark_changed();
@@ -68,13 +64,13 @@ pub(crate) async fn drive<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
     loop {
         let now = now_us();
         session.handle_timeout(now);
-        flush(&mut session, &cx, &mut sock, &mut wbuf).await?;
+        flush(session, cx, &mut sock, &mut wbuf).await?;
         if session.is_done() {
             return Ok(());
         }
         let can = session.can_send(now);
         if can && frames.has_changed().unwrap_or(false) {
-            offer(&mut session, &mirror, &mut frames).await?;
+            offer(session, &mirror, &mut frames).await?;
             continue;
         }
         let wake = session.poll_timeout().map(|t| t.saturating_sub(now));
@@ -87,7 +83,7 @@ pub(crate) async fn drive<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
             },
             r = frames.changed(), if can => {
                 r.map_err(|_| io::Error::other("capture stopped"))?;
-                offer(&mut session, &mirror, &mut frames).await?;
+                offer(session, &mirror, &mut frames).await?;
             }
             c = cmds.recv() => match c {
                 Ok(c) => session.command(c),
@@ -142,24 +138,26 @@ async fn flush<W: Wire, S: AsyncWrite + Unpin>(
     sock: &mut S,
     wbuf: &mut BytesMut,
 ) -> io::Result<()> {
-    let mut wrote = false;
     while let Some(t) = session.poll_transmit() {
         write(cx, sock, wbuf, t).await?;
-        wrote = true;
     }
     let mut acked = false;
     while let Some(e) = session.poll_event() {
         acked |= matches!(e, Event::Rtt(_));
         on_event(cx, e);
     }
-    if wrote || acked {
-        let mut r = lock(&cx.viewer.flow);
-        r.stats = session.flow_stats();
-        if acked {
-            r.rtt = session.rtt_window().clone();
-        }
-    }
+    publish_figures(session, cx, acked);
     Ok(())
+}
+
+/// What the reports read of this viewer: its flow figures every time (a copy of a few
+/// numbers), its RTT window when it changed.
+fn publish_figures<W: Wire>(session: &HostSession<W>, cx: &SessionCtx, rtt_changed: bool) {
+    let mut r = lock(&cx.viewer.flow);
+    r.stats = session.flow_stats();
+    if rtt_changed {
+        r.rtt = session.rtt_window().clone();
+    }
 }
 
 async fn write<S: AsyncWrite + Unpin>(
@@ -225,15 +223,14 @@ fn on_event(cx: &SessionCtx, e: Event) {
             Some(sink) if control => {
                 sink.send(crate::input::InputEvent::Viewer { kind, x, y, code })
             }
-            Some(_) => mirror.counters.input_refused.inc("no_control_token"),
-            None => mirror.counters.input_refused.inc("view_only"),
+            Some(_) => mirror.input_counters.input_refused.inc("no_control_token"),
+            None => mirror.input_counters.input_refused.inc("view_only"),
         },
         Event::Count(what) => {
             let c = &mirror.counters;
             match what {
                 HostCount::DeltaSentAsKeyframe => c.deltas_sent_as_keyframes.inc(),
                 HostCount::PongDropped => c.pongs_dropped.inc(),
-                HostCount::UnknownAck => c.acks_unknown.inc(),
                 HostCount::ViewerChecksumMismatch | HostCount::ViewerDecodeError => {
                     if what == HostCount::ViewerChecksumMismatch {
                         c.viewer_checksum_mismatch.inc();

@@ -13,7 +13,24 @@ use framewire_proto::daylight::{Touch as TouchPacket, TouchDecoder, TouchEvent, 
 use framewire_proto::v1::{InputKind, INPUT_TOUCH};
 use std::sync::Arc;
 
-use crate::MirrorCounters;
+use framewire_telemetry::{counter_set, Counter, Family};
+
+counter_set! {
+    /// What the input back-channel counts: refusals, drops, injected actions, the touch port.
+    pub struct InputCounters {
+        /// Connections to the touch port (`touch`).
+        connections: Family,
+        /// Input refused, by reason (`view_only`, `no_control_token`).
+        input_refused: Family,
+        /// Input dropped, by reason (`queue_full`, `injector_gone`, `x11_error`).
+        input_dropped: Family,
+        input_actions_injected: Counter,
+        touch_packets: Counter,
+        touch_bytes_skipped: Counter,
+        /// Bytes of the touch stream refused, by reason.
+        touch_rejected: Family,
+    }
+}
 use framewire_x11::{Injector, Region};
 use tracing::{info, warn};
 
@@ -40,7 +57,7 @@ pub enum InputEvent {
 #[derive(Clone)]
 pub struct InputSink {
     tx: SyncSender<InputEvent>,
-    counters: Arc<MirrorCounters>,
+    counters: Arc<InputCounters>,
 }
 
 impl InputSink {
@@ -54,7 +71,7 @@ impl InputSink {
 }
 
 /// Opens the injector now (so a missing XTest is reported at start) and starts its thread.
-pub fn start(cfg: &InputConfig, counters: Arc<MirrorCounters>) -> anyhow::Result<InputSink> {
+pub fn start(cfg: &InputConfig, counters: Arc<InputCounters>) -> anyhow::Result<InputSink> {
     let inj = Injector::open(cfg.display.as_deref()).map_err(|e| anyhow::anyhow!("input: {e}"))?;
     let (sw, sh) = inj.screen_size();
     let r = cfg.region.unwrap_or(Region {
@@ -131,7 +148,7 @@ pub fn actions(e: InputEvent, r: Region, touch: &mut Gestures) -> Vec<Action> {
     }
 }
 
-fn run(mut inj: Injector, r: Region, rx: Receiver<InputEvent>, counters: Arc<MirrorCounters>) {
+fn run(mut inj: Injector, r: Region, rx: Receiver<InputEvent>, counters: Arc<InputCounters>) {
     let mut touch = Gestures::new(GestureConfig::default());
     let injected = &counters.input_actions_injected;
     while let Ok(first) = rx.recv() {
@@ -159,7 +176,7 @@ fn run(mut inj: Injector, r: Region, rx: Receiver<InputEvent>, counters: Arc<Mir
 pub async fn serve_touch(
     l: tokio::net::TcpListener,
     sink: Option<InputSink>,
-    counters: Arc<MirrorCounters>,
+    counters: Arc<InputCounters>,
 ) {
     use tokio::io::AsyncReadExt;
     loop {

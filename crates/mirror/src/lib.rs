@@ -13,6 +13,8 @@
 //! | `report.rs` | the latency report and the Daylight status keys |
 //! | `shm_export.rs` | every frame to a shared-memory route, for local consumers |
 //! | `input.rs` | viewers' input and the Daylight touch port → XTest, on its own thread |
+//! | `trace.rs` | the frame trace file: one line per frame sent |
+//! | `lib.rs` | starting the capture thread, the shm export, input injection and the touch port |
 
 mod config;
 mod connection;
@@ -22,6 +24,7 @@ mod mirror;
 mod pipeline;
 mod report;
 mod shm_export;
+mod trace;
 mod viewers;
 
 use std::sync::Arc;
@@ -51,13 +54,13 @@ impl Mirror {
     /// Starts injecting viewers' input into an X display (only viewers with the control
     /// token may send it).
     pub fn start_input(&self, cfg: &input::InputConfig) -> anyhow::Result<()> {
-        let sink = input::start(cfg, self.counters.clone())?;
+        let sink = input::start(cfg, self.input_counters.clone())?;
         let _ = self.input.set(sink);
         Ok(())
     }
 
     /// Serves the Daylight app's touch port on `l` (its input goes where viewers' input goes).
     pub async fn serve_touch(self: Arc<Self>, l: tokio::net::TcpListener) {
-        input::serve_touch(l, self.input.get().cloned(), self.counters.clone()).await
+        input::serve_touch(l, self.input.get().cloned(), self.input_counters.clone()).await
     }
 }

@@ -17,8 +17,8 @@ use framewire_telemetry::{
 use tokio::sync::{broadcast, watch};
 
 use crate::config::MirrorConfig;
-use crate::connection::Trace;
-use crate::input::InputSink;
+use crate::input::{InputCounters, InputSink};
+use crate::trace::{open_trace, Trace};
 
 /// Live display settings, as the control socket reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,8 +35,8 @@ pub struct Settings {
 }
 
 counter_set! {
-    /// Everything the mirror counts: frames, viewers' connections and refusals, what sessions
-    /// report, the shared-memory export and the input back-channel.
+    /// Everything the mirror counts: frames, what viewers' sessions report, the shared-memory
+    /// export. (Input has its own set, `InputCounters`.)
     pub struct MirrorCounters {
         frames_captured: Counter,
         frames_unchanged: Counter,
@@ -50,29 +50,18 @@ counter_set! {
         x11_image_reads: Counter,
         x11_rows_read: Counter,
         x11_damage_events: Counter,
-        /// Connections to the touch port (`touch`).
-        connections: Family,
         codec_fallbacks: Counter,
         commands_lagged: Counter,
         deltas_sent_as_keyframes: Counter,
         viewer_checksum_mismatch: Counter,
         viewer_decode_errors: Counter,
         pongs_dropped: Counter,
-        acks_unknown: Counter,
         /// Packets that broke the protocol, by reason (the connection was closed).
         rejected_packets: Family,
-        /// Frames skipped for viewers that have since left.
-        frames_skipped_departed: Counter,
         shm_frames_exported: Counter,
         shm_frames_skipped_full: Counter,
         shm_frames_too_large: Counter,
         shm_export_errors: Counter,
-        input_refused: Family,
-        input_dropped: Family,
-        input_actions_injected: Counter,
-        touch_packets: Counter,
-        touch_bytes_skipped: Counter,
-        touch_rejected: Family,
     }
 }
 
@@ -118,6 +107,7 @@ pub(crate) struct Departed {
 pub struct Mirror {
     pub(crate) cfg: MirrorConfig,
     pub counters: Arc<MirrorCounters>,
+    pub input_counters: Arc<InputCounters>,
     /// Every subsystem's counters, for the reports.
     pub registry: CounterRegistry,
     /// Per-stage latency since start, for Prometheus.
@@ -153,13 +143,16 @@ impl Mirror {
             tuning: cfg.tuning,
             ..Settings::default()
         };
-        let trace = crate::connection::open_trace(cfg.trace_frames.as_deref())?;
+        let trace = open_trace(cfg.trace_frames.as_deref())?;
         let counters = Arc::new(MirrorCounters::default());
         registry.register(counters.clone());
+        let input_counters = Arc::new(InputCounters::default());
+        registry.register(input_counters.clone());
         let size = (cfg.resolution.width, cfg.resolution.height);
         Ok(Arc::new(Mirror {
             cfg,
             counters,
+            input_counters,
             registry,
             stages,
             frames: watch::channel(None).0,
@@ -196,7 +189,9 @@ impl Mirror {
 
     /// Flow figures of every viewer ever connected (those connected now and those gone).
     pub fn flow_totals(&self) -> ViewerFlowStats {
-        let mut t = lock(&self.departed).flow;
+        // Departed first, then the list (the order `unregister` takes them in).
+        let d = lock(&self.departed);
+        let mut t = d.flow;
         for v in self.viewer_list() {
             t.add(&lock(&v.flow).stats);
         }

@@ -81,7 +81,7 @@ pub fn spawn(mirror: Arc<Mirror>) -> std::thread::JoinHandle<()> {
 
 /// The capture loop's state between frames.
 struct CaptureLoop {
-    m: Arc<Mirror>,
+    mirror: Arc<Mirror>,
     cfg: crate::MirrorConfig,
     period_us: u64,
     size_rx: tokio::sync::watch::Receiver<(u32, u32)>,
@@ -109,14 +109,14 @@ struct CaptureLoop {
     retune: bool,
 }
 
-/// When each stage of one frame ended (µs).
-struct Stages {
+/// When each stage of one frame started or ended (µs).
+struct FrameTimes {
     capture_start: u64,
-    capture: u64,
+    capture_end: u64,
     grey_start: u64,
-    grey: u64,
-    checksum: u64,
-    encode: u64,
+    grey_end: u64,
+    checksum_end: u64,
+    encode_end: u64,
 }
 
 impl CaptureLoop {
@@ -155,7 +155,7 @@ impl CaptureLoop {
             deadline: now_us(),
             tuned,
             retune: false,
-            m,
+            mirror: m,
         })
     }
 
@@ -167,7 +167,7 @@ impl CaptureLoop {
             }
             self.follow_resolution();
             self.pace();
-            let settings = *lock(&self.m.settings);
+            let settings = *lock(&self.mirror.settings);
             if !settings.running {
                 continue; // STOP: keep pacing, publish nothing; viewers keep their last picture
             }
@@ -190,7 +190,7 @@ impl CaptureLoop {
         for (name, v) in self.source.counters() {
             let last = self.source_counts.entry(name).or_insert(0);
             if v > *last {
-                if let Some(c) = source_counter(&self.m.counters, name) {
+                if let Some(c) = source_counter(&self.mirror.counters, name) {
                     c.add(v - *last);
                 }
             }
@@ -225,7 +225,7 @@ impl CaptureLoop {
             std::thread::sleep(Duration::from_micros(self.deadline - now));
         } else if now > self.deadline + self.period_us {
             // Fell behind (a long stall): resynchronise instead of bursting to catch up.
-            self.m.counters.capture_deadline_missed.inc();
+            self.mirror.counters.capture_deadline_missed.inc();
             self.deadline = now;
         }
         self.deadline += self.period_us;
@@ -237,7 +237,7 @@ impl CaptureLoop {
         let captured = match self.source.capture() {
             Ok(c) => c,
             Err(e) => {
-                self.m.counters.capture_errors.inc();
+                self.mirror.counters.capture_errors.inc();
                 warn!(error = %e, "capture failed");
                 return;
             }
@@ -248,7 +248,7 @@ impl CaptureLoop {
         // Pacing jitter counts every capture, changed or not.
         if let Some(prev) = self.last_capture.replace(capture_us) {
             let jitter = ((capture_us - prev) as f64 - 1e6 / self.cfg.fps as f64).abs();
-            lock(&self.m.pipeline).interval_jitter_us.push(jitter);
+            lock(&self.mirror.pipeline).interval_jitter_us.push(jitter);
         }
         let (cw, ch) = (captured.width, captured.height);
         // After a tuning change every row is made again, whatever the source says changed.
@@ -282,16 +282,16 @@ impl CaptureLoop {
         let grey_end = now_us();
         let checksum = checksum_of_rows(&self.hashes);
         let checksum_end = now_us();
-        let Some((enc, payload)) = self.encode(&grey, cw) else {
+        let Some((enc, payload, encode_end)) = self.encode(&grey, cw) else {
             return;
         };
-        let t = Stages {
+        let t = FrameTimes {
             capture_start,
-            capture: capture_us,
+            capture_end: capture_us,
             grey_start,
-            grey: grey_end,
-            checksum: checksum_end,
-            encode: now_us(),
+            grey_end,
+            checksum_end,
+            encode_end,
         };
         self.record(&t, enc.kind, enc.payload_len);
         let meta = FrameMeta {
@@ -311,7 +311,7 @@ impl CaptureLoop {
     /// Nothing was drawn: the picture, its checksum and its content are the last frame's. No
     /// conversion, no hashing, no encoding.
     fn publish_undamaged(&mut self, prev: &SourceFrame, capture_start: u64, capture_us: u64) {
-        let c = &self.m.counters;
+        let c = &self.mirror.counters;
         c.frames_unchanged.inc();
         c.frames_without_damage.inc();
         let meta = FrameMeta {
@@ -325,9 +325,9 @@ impl CaptureLoop {
             codec: self.cfg.codec,
         };
         {
-            let mut st = lock(&self.m.pipeline);
+            let mut st = lock(&self.mirror.pipeline);
             st.capture_us.push((capture_us - capture_start) as f64);
-            observe_us(&self.m.stages.capture, capture_us - capture_start);
+            observe_us(&self.mirror.stages.capture, capture_us - capture_start);
             st.capture_times.push(capture_us as f64);
             st.payload_bytes.push(0.0);
         }
@@ -335,8 +335,8 @@ impl CaptureLoop {
     }
 
     /// Encodes the new picture against the last; the payload every viewer of the configured
-    /// codec shares. `None` (counted) when the encoder failed.
-    fn encode(&mut self, grey: &Arc<Vec<u8>>, width: u32) -> Option<(Encoded, Payload)> {
+    /// codec shares, and when the encoder finished. `None` (counted) when the encoder failed.
+    fn encode(&mut self, grey: &Arc<Vec<u8>>, width: u32) -> Option<(Encoded, Payload, u64)> {
         let encoded = if self.cfg.row_deltas {
             let hashes = &self.hashes;
             self.encoder
@@ -344,6 +344,7 @@ impl CaptureLoop {
         } else {
             self.encoder.encode(grey.clone(), &mut self.payload)
         };
+        let encode_end = now_us();
         let mut base = None;
         let enc = match encoded {
             Ok((e, old)) => {
@@ -359,7 +360,7 @@ impl CaptureLoop {
                 e
             }
             Err(e) => {
-                self.m.counters.encode_errors.inc();
+                self.mirror.counters.encode_errors.inc();
                 warn!(error = %e, "encode failed");
                 return None;
             }
@@ -368,7 +369,7 @@ impl CaptureLoop {
         let seq = self.seq;
         let payload = match (enc.kind, base) {
             (EncodedKind::Unchanged, _) => {
-                self.m.counters.frames_unchanged.inc();
+                self.mirror.counters.frames_unchanged.inc();
                 Payload::Unchanged
             }
             (EncodedKind::Keyframe(_), _) => {
@@ -387,25 +388,25 @@ impl CaptureLoop {
             },
             (_, None) => {
                 // The encoder makes a delta only against a picture it hands back.
-                self.m.counters.encode_errors.inc();
+                self.mirror.counters.encode_errors.inc();
                 warn!("a delta without the picture it was made against");
                 return None;
             }
         };
-        Some((enc, payload))
+        Some((enc, payload, encode_end))
     }
 
     /// Each stage's time, in the recent windows and the histograms since start.
-    fn record(&self, t: &Stages, kind: EncodedKind, payload_len: usize) {
-        let mut st = lock(&self.m.pipeline);
-        let h = &self.m.stages;
-        st.capture_us.push((t.capture - t.capture_start) as f64);
-        st.grey_us.push((t.grey - t.grey_start) as f64);
-        st.checksum_us.push((t.checksum - t.grey) as f64);
-        observe_us(&h.capture, t.capture - t.capture_start);
-        observe_us(&h.grey, t.grey - t.grey_start);
-        observe_us(&h.checksum, t.checksum - t.grey);
-        let compress = t.encode - t.checksum;
+    fn record(&self, t: &FrameTimes, kind: EncodedKind, payload_len: usize) {
+        let mut st = lock(&self.mirror.pipeline);
+        let h = &self.mirror.stages;
+        st.capture_us.push((t.capture_end - t.capture_start) as f64);
+        st.grey_us.push((t.grey_end - t.grey_start) as f64);
+        st.checksum_us.push((t.checksum_end - t.grey_end) as f64);
+        observe_us(&h.capture, t.capture_end - t.capture_start);
+        observe_us(&h.grey, t.grey_end - t.grey_start);
+        observe_us(&h.checksum, t.checksum_end - t.grey_end);
+        let compress = t.encode_end - t.checksum_end;
         match kind {
             EncodedKind::Delta | EncodedKind::RowDelta => {
                 st.delta_us.push(compress as f64);
@@ -417,17 +418,17 @@ impl CaptureLoop {
             }
             EncodedKind::Unchanged => {}
         }
-        st.capture_times.push(t.capture as f64);
+        st.capture_times.push(t.capture_end as f64);
         st.payload_bytes.push(payload_len as f64);
         st.bytes_total += payload_len as u64;
     }
 
     /// The newest frame, for every viewer and the export.
     fn publish(&mut self, frame: SourceFrame) {
-        self.m.counters.frames_captured.inc();
+        self.mirror.counters.frames_captured.inc();
         let frame = Arc::new(frame);
         self.last = Some(frame.clone());
-        self.m.frames.send_replace(Some(frame));
+        self.mirror.frames.send_replace(Some(frame));
         self.seq += 1;
     }
 }

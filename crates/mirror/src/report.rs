@@ -20,11 +20,14 @@ impl Mirror {
     }
 }
 
-fn build_report(shared: &Mirror) -> LatencyReport {
-    let viewers = shared.viewer_list();
+fn build_report(mirror: &Mirror) -> LatencyReport {
+    // Departed first, then the list (the order `unregister` takes them in).
+    let departed = lock(&mirror.departed);
+    let viewers = mirror.viewer_list();
     let mut rtt = SampleWindow::new(1200);
-    let mut e2e = lock(&shared.departed).e2e_us.clone();
-    let mut skipped = shared.counters.frames_skipped_departed.get();
+    let mut e2e = departed.e2e_us.clone();
+    let mut skipped = departed.flow.skipped;
+    drop(departed);
     let mut bytes_sent = 0u64;
     for v in &viewers {
         let f = lock(&v.flow);
@@ -38,7 +41,7 @@ fn build_report(shared: &Mirror) -> LatencyReport {
         }
         bytes_sent += v.bytes_sent.load(Ordering::Relaxed);
     }
-    let p = lock(&shared.pipeline);
+    let p = lock(&mirror.pipeline);
     let fps = match (
         p.capture_times.len(),
         p.capture_times.percentile(0.0),
@@ -49,10 +52,10 @@ fn build_report(shared: &Mirror) -> LatencyReport {
         }
         _ => 0.0,
     };
-    let elapsed_s = ((now_us() - shared.started_us) as f64 / 1e6).max(1e-3);
-    let size = *shared.resolution.borrow();
+    let elapsed_s = ((now_us() - mirror.started_us) as f64 / 1e6).max(1e-3);
+    let size = *mirror.resolution.borrow();
     LatencyReport {
-        source: lock(&shared.source_name).clone(),
+        source: lock(&mirror.source_name).clone(),
         resolution: format!("{}x{}", size.0, size.1),
         fps,
         jitter_ms: p.interval_jitter_us.avg().unwrap_or(0.0) / 1000.0,
@@ -61,22 +64,22 @@ fn build_report(shared: &Mirror) -> LatencyReport {
         checksum: StageSummary::from_us(&p.checksum_us),
         delta_compress: StageSummary::from_us(&p.delta_us),
         keyframe_compress: StageSummary::from_us(&p.keyframe_us),
-        send: StageSummary::from_us(&lock(&shared.send_us)),
+        send: StageSummary::from_us(&lock(&mirror.send_us)),
         bytes_per_frame: p.payload_bytes.avg().unwrap_or(0.0),
         bandwidth_mbps: bytes_sent as f64 * 8.0 / 1e6 / elapsed_s,
         rtt: StageSummary::from_us(&rtt),
         end_to_end: StageSummary::from_us(&e2e),
         clients: viewers.len(),
-        total_frames: shared.counters.frames_captured.get(),
-        unchanged_frames: shared.counters.frames_unchanged.get(),
+        total_frames: mirror.counters.frames_captured.get(),
+        unchanged_frames: mirror.counters.frames_unchanged.get(),
         skipped_frames: skipped,
-        counters: shared.registry.snapshot(),
+        counters: mirror.registry.snapshot(),
     }
 }
 
-fn status_lines(shared: &Mirror) -> Vec<(&'static str, String)> {
-    let r = build_report(shared);
-    let running = lock(&shared.settings).running;
+fn status_lines(mirror: &Mirror) -> Vec<(&'static str, String)> {
+    let r = build_report(mirror);
+    let running = lock(&mirror.settings).running;
     vec![
         (
             "status",

@@ -1,4 +1,4 @@
-//! Exports the screen stream to a shared-memory route (`serve --shm-export NAME`), for local
+//! Exports the screen stream to a mirror-memory route (`serve --shm-export NAME`), for local
 //! consumers (a recorder, an analysis process, a viewer on the same machine) that want whole
 //! pictures without a socket: one message per frame (`framewire_proto::shm_frame`), the grey
 //! picture read in place by every receiver.
@@ -30,26 +30,26 @@ pub fn open(name: &str) -> Result<Channel, ShmError> {
 }
 
 /// Runs the export on its own thread until the server shuts down.
-pub fn spawn(ch: Channel, shared: Arc<Mirror>) -> std::thread::JoinHandle<()> {
+pub fn spawn(ch: Channel, mirror: Arc<Mirror>) -> std::thread::JoinHandle<()> {
     let rt = tokio::runtime::Handle::current();
     std::thread::Builder::new()
         .name("framewire-shm-export".into())
-        .spawn(move || rt.block_on(run(ch, shared)))
-        .expect("spawning the shared-memory export thread")
+        .spawn(move || rt.block_on(run(ch, mirror)))
+        .expect("spawning the mirror-memory export thread")
 }
 
-async fn run(ch: Channel, shared: Arc<Mirror>) {
+async fn run(ch: Channel, mirror: Arc<Mirror>) {
     let mut tx = match ch.sender() {
         Ok(t) => t,
         Err(e) => {
-            warn!(error = %e, route = ch.name(), "shared-memory export cannot send");
+            warn!(error = %e, route = ch.name(), "mirror-memory export cannot send");
             return;
         }
     };
-    info!(route = ch.name(), path = %ch.path().display(), "exporting frames to shared memory");
-    let mut frames = shared.frames.subscribe();
-    let mut shutdown = shared.stop.subscribe();
-    let exported = shared.counters.shm_frames_exported.clone();
+    info!(route = ch.name(), path = %ch.path().display(), "exporting frames to mirror memory");
+    let mut frames = mirror.frames.subscribe();
+    let mut shutdown = mirror.stop.subscribe();
+    let exported = mirror.counters.shm_frames_exported.clone();
     let (mut last_seq, mut last_content) = (None, None);
     loop {
         tokio::select! {
@@ -84,9 +84,9 @@ async fn run(ch: Channel, shared: Arc<Mirror>) {
                 exported.inc();
                 last_content = Some(f.content_id);
             }
-            Err(ShmError::Full) => shared.counters.shm_frames_skipped_full.inc(),
+            Err(ShmError::Full) => mirror.counters.shm_frames_skipped_full.inc(),
             Err(ShmError::TooLarge { .. }) => {
-                shared.counters.shm_frames_too_large.inc();
+                mirror.counters.shm_frames_too_large.inc();
                 warn!(
                     width = f.width,
                     height = f.height,
@@ -94,8 +94,8 @@ async fn run(ch: Channel, shared: Arc<Mirror>) {
                 );
             }
             Err(e) => {
-                shared.counters.shm_export_errors.inc();
-                warn!(error = %e, "shared-memory export failed");
+                mirror.counters.shm_export_errors.inc();
+                warn!(error = %e, "mirror-memory export failed");
             }
         }
     }

@@ -108,16 +108,16 @@ impl Mirror {
     }
 
     fn unregister(&self, v: &ViewerShared) {
-        lock(&self.viewers).remove(&v.id);
-        let e2e = lock(&v.e2e_us).clone();
-        let s = lock(&v.flow).stats;
+        // The departed totals are locked before the viewer leaves the list, and readers take
+        // them in the same order, so a report counts this viewer exactly once.
         let mut d = lock(&self.departed);
-        for &x in e2e.values() {
+        lock(&self.viewers).remove(&v.id);
+        let s = lock(&v.flow).stats;
+        for &x in lock(&v.e2e_us).values() {
             d.e2e_us.push(x);
         }
         d.flow.add(&s);
         drop(d);
-        self.counters.frames_skipped_departed.add(s.skipped);
         info!(
             viewer = v.id,
             protocol = v.protocol.name(),

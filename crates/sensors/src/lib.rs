@@ -30,7 +30,7 @@ counter_set! {
     pub struct SensorCounters {
         /// Connections by kind (`sensor`).
         connections: Family,
-        accept_errors: Counter,
+        sensor_accept_errors: Counter,
         /// Bytes read from device sockets, counted as they come off the wire.
         sensor_bytes_received: Counter,
         sensor_lines: Counter,
@@ -66,6 +66,7 @@ impl Sensors {
         let counters = Arc::new(SensorCounters::default());
         registry.register(counters.clone());
         let streams = Streams::start(counters.clone(), stages.sensor_hub.clone());
+        registry.register(streams.clone());
         Sensors {
             streams,
             devices: Default::default(),

@@ -38,7 +38,7 @@ pub async fn serve(
         let (sock, peer) = match l.accept().await {
             Ok(x) => x,
             Err(e) => {
-                streams.counters.accept_errors.inc();
+                streams.counters.sensor_accept_errors.inc();
                 warn!(error = %e, "sensor accept failed");
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;

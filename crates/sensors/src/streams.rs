@@ -299,3 +299,24 @@ impl Drop for Subscription {
         lock(&self.streams.wakers).remove(&self.id);
     }
 }
+
+/// The hub's own counters (kept by the sans-IO hub) join the registry under `hub_…` names, so
+/// `REPORT`, `framewire latency` and `framewire_events_total` show them like every other set.
+impl framewire_telemetry::CounterSet for Streams {
+    fn visit(&self, f: &mut dyn FnMut(&str, u64)) {
+        let HubCounters {
+            samples_published,
+            thermal_published,
+            queued,
+            samples_missed,
+            thermal_replaced,
+            unsubscribed,
+        } = self.hub_counters();
+        f("hub_samples_published", samples_published);
+        f("hub_thermal_published", thermal_published);
+        f("hub_queued", queued);
+        f("hub_samples_missed", samples_missed);
+        f("hub_thermal_replaced", thermal_replaced);
+        f("hub_unsubscribed", unsubscribed);
+    }
+}

@@ -1,5 +1,5 @@
 //! A byte-stream connection a v1 session can run on: a TCP socket, or the in-process pipe that
-//! carries a browser's WebSocket (see `websocket.rs`). Sessions only need the two halves.
+//! carries a browser's WebSocket (see `framewire-http`'s `websocket.rs`). Sessions only need the two halves.
 
 use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};

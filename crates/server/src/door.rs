@@ -145,20 +145,12 @@ async fn goodbye_and_close<S: Conn>(sock: &mut S, code: u16, reason: String) -> 
 /// The door the HTTP port's WebSockets go through.
 impl framewire_http::Door for Door {
     fn serve(
-        &self,
+        self: Arc<Self>,
         conn: tokio::io::DuplexStream,
         peer: SocketAddr,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-        // The future must own what it uses: the door's parts are cheap handles.
-        let door = Door {
-            mirror: self.mirror.clone(),
-            sensors: self.sensors.clone(),
-            token: self.token.clone(),
-            control_token: self.control_token.clone(),
-            counters: self.counters.clone(),
-        };
         Box::pin(async move {
-            if let Err(e) = door.serve_v1(conn, peer).await {
+            if let Err(e) = self.serve_v1(conn, peer).await {
                 debug!(%peer, error = %e, "websocket session ended with an error");
             }
         })

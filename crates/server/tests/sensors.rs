@@ -381,7 +381,10 @@ async fn metrics_are_served_and_promtool_accepts_them() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // Every counter name belongs to one subsystem's set (none is a sum of two).
+    assert_eq!(server.registry().duplicates(), Vec::<String>::new());
     for want in [
+        "framewire_events_total{event=\"hub_samples_published\"} 3",
         "framewire_events_total{event=\"sensor_samples_accepted\"} 3",
         "framewire_events_total{event=\"sensor_lines_rejected.unknown_packet\"} 1",
         "framewire_stream_items_total{stream=\"sensor/lab\"} 3",

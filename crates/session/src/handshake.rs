@@ -1,5 +1,7 @@
-//! The Hello rules, in the order a user would want to hear about them: version, token, role,
-//! stream. A refusal names its counter and carries the Goodbye code and reason to send.
+//! Before a session exists: the host's [`Handshake`] (bytes and time in, the Hello or the
+//! refusal out, with its own deadline), and the Hello rules, checked in the order a user would
+//! want to hear about them: version, token, role, stream. A refusal names its counter and
+//! carries the Goodbye code and reason to send.
 
 use framewire_proto::v1::{self, goodbye, Role};
 
@@ -83,66 +85,6 @@ pub fn check_hello(
 pub fn token_matches(given: &str, expected: &str) -> bool {
     let (a, b) = (given.as_bytes(), expected.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const OPEN: HelloRules<'static> = HelloRules {
-        token: None,
-        has_streams: false,
-    };
-
-    #[test]
-    fn hello_rules() {
-        let with_token = HelloRules {
-            token: Some("t"),
-            ..OPEN
-        };
-        assert_eq!(check_hello(1, Role::Viewer, "", "", OPEN), Ok(()));
-        assert_eq!(
-            check_hello(1, Role::Viewer, "t", "screen", with_token),
-            Ok(())
-        );
-        let code = |r: Result<(), Refusal>| r.unwrap_err().code;
-        let counter = |r: Result<(), Refusal>| r.unwrap_err().counter;
-        assert_eq!(
-            code(check_hello(2, Role::Viewer, "", "", OPEN)),
-            goodbye::UNSUPPORTED_VERSION
-        );
-        assert_eq!(
-            counter(check_hello(1, Role::Viewer, "x", "", with_token)),
-            "token"
-        );
-        assert_eq!(
-            counter(check_hello(1, Role::Publisher, "", "", OPEN)),
-            "role"
-        );
-        assert_eq!(
-            code(check_hello(1, Role::Viewer, "", "cam", OPEN)),
-            goodbye::NO_SUCH_STREAM
-        );
-        assert_eq!(
-            code(check_hello(1, Role::Subscriber, "", "sensor/", OPEN)),
-            goodbye::NO_SUCH_STREAM
-        );
-        let streams = HelloRules {
-            has_streams: true,
-            ..OPEN
-        };
-        assert_eq!(
-            check_hello(1, Role::Subscriber, "", "sensor/", streams),
-            Ok(())
-        );
-    }
-
-    #[test]
-    fn token_comparison() {
-        assert!(token_matches("abc", "abc"));
-        assert!(!token_matches("abd", "abc"));
-        assert!(!token_matches("", "abc"));
-    }
 }
 
 /// A Hello as it arrived.
@@ -236,5 +178,65 @@ fn protocol_error(counter: &'static str, reason: String) -> Refusal {
         counter,
         code: goodbye::PROTOCOL_ERROR,
         reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPEN: HelloRules<'static> = HelloRules {
+        token: None,
+        has_streams: false,
+    };
+
+    #[test]
+    fn hello_rules() {
+        let with_token = HelloRules {
+            token: Some("t"),
+            ..OPEN
+        };
+        assert_eq!(check_hello(1, Role::Viewer, "", "", OPEN), Ok(()));
+        assert_eq!(
+            check_hello(1, Role::Viewer, "t", "screen", with_token),
+            Ok(())
+        );
+        let code = |r: Result<(), Refusal>| r.unwrap_err().code;
+        let counter = |r: Result<(), Refusal>| r.unwrap_err().counter;
+        assert_eq!(
+            code(check_hello(2, Role::Viewer, "", "", OPEN)),
+            goodbye::UNSUPPORTED_VERSION
+        );
+        assert_eq!(
+            counter(check_hello(1, Role::Viewer, "x", "", with_token)),
+            "token"
+        );
+        assert_eq!(
+            counter(check_hello(1, Role::Publisher, "", "", OPEN)),
+            "role"
+        );
+        assert_eq!(
+            code(check_hello(1, Role::Viewer, "", "cam", OPEN)),
+            goodbye::NO_SUCH_STREAM
+        );
+        assert_eq!(
+            code(check_hello(1, Role::Subscriber, "", "sensor/", OPEN)),
+            goodbye::NO_SUCH_STREAM
+        );
+        let streams = HelloRules {
+            has_streams: true,
+            ..OPEN
+        };
+        assert_eq!(
+            check_hello(1, Role::Subscriber, "", "sensor/", streams),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn token_comparison() {
+        assert!(token_matches("abc", "abc"));
+        assert!(!token_matches("abd", "abc"));
+        assert!(!token_matches("", "abc"));
     }
 }

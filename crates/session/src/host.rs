@@ -99,8 +99,6 @@ pub enum HostCount {
     ViewerDecodeError,
     /// A pong that answered no ping in flight.
     PongDropped,
-    /// An ACK for a frame that was not in flight.
-    UnknownAck,
 }
 
 pub struct HostSession<W: Wire> {
@@ -374,10 +372,8 @@ impl<W: Wire> HostSession<W> {
                 self.events.push_back(Event::Rtt(rtt));
                 Some(rtt)
             }
-            AckOutcome::Unknown => {
-                self.events.push_back(Event::Count(HostCount::UnknownAck));
-                None
-            }
+            // Counted in the flow figures (`unknown_acks`).
+            AckOutcome::Unknown => None,
         }
     }
 

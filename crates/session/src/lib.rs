@@ -5,7 +5,7 @@
 //!
 //! | file | what it decides |
 //! |---|---|
-//! | `handshake.rs` | whether a Hello is welcome, and if not the Goodbye that says why |
+//! | `handshake.rs` | the host's side before a session: the Hello (or a refusal, a timeout), and whether it is welcome, and if not the Goodbye that says why |
 //! | `negotiate.rs` | the codec and features a viewer gets, from the capabilities it declared |
 //! | `host.rs` | one viewer after its Hello: what to send for each frame, pings, ACKs, goodbye |
 //! | `viewer.rs` | the viewer's side of v1: Hello, decode, apply, verify, ACK, pings |

@@ -118,6 +118,20 @@ impl CounterRegistry {
         all.into_iter().collect()
     }
 
+    /// Names that more than one set reports (each reader would see their sum): a test of the
+    /// whole server keeps this empty, so every name says which subsystem counted it.
+    pub fn duplicates(&self) -> Vec<String> {
+        let sets = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut seen = BTreeMap::<String, usize>::new();
+        for s in sets {
+            s.visit(&mut |n, _| *seen.entry(n.to_string()).or_default() += 1);
+        }
+        seen.into_iter()
+            .filter(|(_, k)| *k > 1)
+            .map(|(n, _)| n)
+            .collect()
+    }
+
     /// One counter's value by name (0 if no set has it).
     pub fn value(&self, name: &str) -> u64 {
         let sets = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -173,6 +187,11 @@ mod tests {
             ]
         );
         assert_eq!(r.value("rejected.bad_magic"), 2);
+        assert_eq!(
+            r.duplicates(),
+            ["accepted", "slow_drops"],
+            "two sets of the same declaration report the same names"
+        );
         assert_eq!(r.value("missing"), 0);
         assert_eq!(d.rejected.get("too_long"), 1);
     }
