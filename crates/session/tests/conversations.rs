@@ -503,7 +503,8 @@ fn daylight_connect_order_and_no_delta_the_app_would_skip() {
     assert_eq!(rtts, 6);
 }
 
-/// The fake clock both ends read in the next test (a `ViewerSession` takes a clock function).
+/// The fake clock both ends read in the next test (a `ViewerSession` takes a clock function);
+/// only that test uses it.
 static CLOCK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 fn fake_now() -> u64 {
@@ -605,28 +606,35 @@ fn host_and_viewer_sessions_talk_to_each_other() {
     assert!(e2e.len() > 20 && e2e.iter().all(|&t| t == 1_000), "{e2e:?}");
 }
 
+/// The Daylight test's own fake clock (tests run in parallel: each clock has one test).
+static DAYLIGHT_CLOCK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn daylight_now() -> u64 {
+    DAYLIGHT_CLOCK.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A Daylight host session and a Daylight viewer session (the app's behaviour) in memory: the
 /// resolution first, then a keyframe and deltas; every picture the viewer shows is the host's,
 /// every frame is ACKed, and the host's RTTs are exact on the fake clock.
 #[test]
 fn host_and_daylight_viewer_sessions_talk_to_each_other() {
     use framewire_session::{DaylightViewerEvent, DaylightViewerSession};
-    let set = |t: u64| CLOCK.store(t, std::sync::atomic::Ordering::Relaxed);
+    let set = |t: u64| DAYLIGHT_CLOCK.store(t, std::sync::atomic::Ordering::Relaxed);
     set(5_000_000);
-    let mut viewer = DaylightViewerSession::new(fake_now);
+    let mut viewer = DaylightViewerSession::new(daylight_now);
     let reader = ViewerReader::Daylight(daylight::ViewerDecoder::new());
     let mut host = HostSession::new(DaylightWire::default(), reader, config());
     let mut src = Source::new();
     let (mut shown, mut sizes, mut rtts) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..20u64 {
-        let now = fake_now();
+        let now = daylight_now();
         host.handle_timeout(now);
         if host.can_send(now) {
             offer(&mut host, now, &src.frame(now, i % 5 == 4));
         }
         let (to_viewer, _) = drain(&mut host);
         set(now + 1_000);
-        viewer.handle_bytes(fake_now(), &to_viewer);
+        viewer.handle_bytes(daylight_now(), &to_viewer);
         while let Some(e) = viewer.poll_event() {
             match e {
                 DaylightViewerEvent::Shown(s) => {
@@ -645,7 +653,7 @@ fn host_and_daylight_viewer_sessions_talk_to_each_other() {
             .flatten()
             .collect();
         set(now + 2_000);
-        host.handle_bytes(fake_now(), &acks);
+        host.handle_bytes(daylight_now(), &acks);
         let (_, events) = drain(&mut host);
         rtts.extend(events.into_iter().filter_map(|e| match e {
             Event::Rtt(r) => Some(r),
