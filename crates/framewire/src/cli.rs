@@ -100,7 +100,8 @@ pub struct ServeArgs {
     /// Do not open the HTTP port.
     #[arg(long)]
     pub no_http: bool,
-    /// Token framewire viewers must present.
+    /// Token framewire viewers must present (at least 8 characters; an empty or short one is
+    /// refused, not ignored).
     #[arg(long, env = "FRAMEWIRE_TOKEN")]
     pub token: Option<String>,
     /// Allow serving beyond loopback without a token.
@@ -136,7 +137,8 @@ pub struct ServeArgs {
     /// X11: never inject input (browser, native viewer and Daylight touches are ignored).
     #[arg(long)]
     pub view_only: bool,
-    /// The token a viewer presents to send input [default: a random one, printed at start].
+    /// The token a viewer presents to send input, at least 8 characters [default: a random
+    /// one, printed at start].
     #[arg(long, env = "FRAMEWIRE_CONTROL_TOKEN")]
     pub control_token: Option<String>,
     /// The Daylight app's touch port (loopback; `adb reverse tcp:8892 tcp:8892`).

@@ -87,6 +87,9 @@ impl Default for ServerConfig {
     }
 }
 
+/// The shortest token a server accepts (for viewers and for control).
+pub const MIN_TOKEN_LEN: usize = 8;
+
 impl ServerConfig {
     /// The mirror's part of the configuration.
     pub fn mirror(&self) -> MirrorConfig {
@@ -109,6 +112,20 @@ impl ServerConfig {
     /// `--insecure`). The Daylight app cannot send a token, so its listener needs `--insecure`
     /// to leave loopback.
     pub fn check_exposure(&self) -> Result<(), String> {
+        // An empty or short token is no protection: refuse it rather than treat it as one.
+        for (flag, t) in [
+            ("--token", &self.token),
+            ("--control-token", &self.control_token),
+        ] {
+            if let Some(t) = t {
+                if t.chars().count() < MIN_TOKEN_LEN {
+                    return Err(format!(
+                        "{flag} must be at least {MIN_TOKEN_LEN} characters (got {}); an empty or short token would let anyone in (is FRAMEWIRE_TOKEN set but empty?)",
+                        t.chars().count()
+                    ));
+                }
+            }
+        }
         if let Some(a) = self.v1_addr {
             if !a.ip().is_loopback() && self.token.is_none() && !self.insecure {
                 return Err(format!(
@@ -145,8 +162,10 @@ impl ServerConfig {
                 ));
             }
         }
-        if self.input.is_some() && self.control_token.as_deref().unwrap_or("").len() < 8 {
-            return Err("input injection needs a control token of at least 8 characters".into());
+        if self.input.is_some() && self.control_token.is_none() {
+            return Err(format!(
+                "input injection needs a control token of at least {MIN_TOKEN_LEN} characters"
+            ));
         }
         if self.fps == 0 || self.fps > 240 {
             return Err(format!("fps {} is out of range 1..=240", self.fps));

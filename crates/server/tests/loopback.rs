@@ -408,10 +408,10 @@ async fn hello(s: &mut TcpStream, token: &str) {
 async fn bad_input_is_rejected_with_a_reason_and_a_counter_while_others_continue() {
     let scene = Scene::Mixed;
     let mut cfg = config(scene, 320, 240);
-    cfg.token = Some("s3cret".into());
+    cfg.token = Some("s3cret-token".into());
     let server: ServerHandle = Server::start(cfg).await.unwrap();
     let (a, d) = (server.v1_addr.unwrap(), server.daylight_addr.unwrap());
-    let good = TestViewer::start(a, Protocol::V1, scene, Some("s3cret"));
+    let good = TestViewer::start(a, Protocol::V1, scene, Some("s3cret-token"));
     let good_dl = TestViewer::start(d, Protocol::Daylight, scene, None);
     wait_for("good viewers", 10.0, || {
         good.frames() >= 5 && good_dl.frames() >= 5
@@ -437,7 +437,7 @@ async fn bad_input_is_rejected_with_a_reason_and_a_counter_while_others_continue
 
     // Oversized length field after a good handshake: rejected before any body arrives.
     let mut s = TcpStream::connect(a).await.unwrap();
-    hello(&mut s, "s3cret").await;
+    hello(&mut s, "s3cret-token").await;
     s.write_all(&[b'F', b'W', v1::kind::PING, 0x00, 0x00, 0x00, 0x40])
         .await
         .unwrap();
@@ -449,7 +449,7 @@ async fn bad_input_is_rejected_with_a_reason_and_a_counter_while_others_continue
 
     // Truncated packet, then the peer vanishes.
     let mut s = TcpStream::connect(a).await.unwrap();
-    hello(&mut s, "s3cret").await;
+    hello(&mut s, "s3cret-token").await;
     s.write_all(&[b'F', b'W', v1::kind::ACK, 33, 0, 0, 0, 1, 2, 3])
         .await
         .unwrap();
@@ -457,7 +457,7 @@ async fn bad_input_is_rejected_with_a_reason_and_a_counter_while_others_continue
 
     // An unknown packet type and garbage on the Daylight port.
     let mut s = TcpStream::connect(a).await.unwrap();
-    hello(&mut s, "s3cret").await;
+    hello(&mut s, "s3cret-token").await;
     s.write_all(&[b'F', b'W', 0x66, 0, 0, 0, 0]).await.unwrap();
     assert_eq!(
         read_goodbye(&mut s).await.map(|g| g.0),
@@ -652,8 +652,33 @@ async fn refuses_to_expose_the_screen_without_a_token() {
     cfg.daylight_addr = None;
     let err = Server::start(cfg.clone()).await.err().expect("must refuse");
     assert!(err.to_string().contains("--token"), "{err}");
+    // An empty or short token is no token: refused with the reason, on loopback too.
+    for short in ["", "t", "1234567"] {
+        let mut c = config(Scene::Idle, 64, 64);
+        c.token = Some(short.into());
+        let err = Server::start(c)
+            .await
+            .err()
+            .expect("a short token is refused");
+        assert!(
+            err.to_string()
+                .contains("--token must be at least 8 characters"),
+            "{err}"
+        );
+    }
+    let mut c = config(Scene::Idle, 64, 64);
+    c.control_token = Some(String::new());
+    let err = Server::start(c)
+        .await
+        .err()
+        .expect("an empty control token");
+    assert!(
+        err.to_string()
+            .contains("--control-token must be at least 8"),
+        "{err}"
+    );
     cfg.daylight_addr = Some(SocketAddr::from(([0, 0, 0, 0], 0)));
-    cfg.token = Some("t".into());
+    cfg.token = Some("a-long-enough-token".into());
     let err = Server::start(cfg.clone())
         .await
         .err()
