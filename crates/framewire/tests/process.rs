@@ -68,3 +68,78 @@ fn the_server_raises_its_open_file_limit_to_the_hard_limit() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(raised, "soft and hard limits of the server: {last:?}");
 }
+
+/// Log lines written by the server's tasks in this test process.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// 1.1 MB of garbage on the touch port is counted in full, and logged a line a second, not
+/// a line per skipped run (it once wrote 10 MB of warnings).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_on_the_touch_port_is_counted_not_logged_line_by_line() {
+    use std::net::SocketAddr;
+    use tokio::io::AsyncWriteExt;
+    let log = Captured::default();
+    let writer = log.clone();
+    tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::WARN)
+        .init();
+    let server = framewire_server::Server::start(framewire_server::ServerConfig {
+        source: framewire_server::SourceSpec::Synthetic(framewire_capture::Scene::Idle),
+        resolution: framewire_capture::Resolution {
+            width: 64,
+            height: 48,
+        },
+        v1_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        daylight_addr: None,
+        touch_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let mut sock = tokio::net::TcpStream::connect(server.touch_addr.unwrap())
+        .await
+        .unwrap();
+    // Bytes that never form a touch packet: every run of them is skipped and counted.
+    let garbage: Vec<u8> = (0..1_100_000u32).map(|i| (i % 251) as u8 | 0x80).collect();
+    sock.write_all(&garbage).await.unwrap();
+    drop(sock);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.counter("touch_bytes_skipped") < garbage.len() as u64 - 64 {
+        assert!(
+            Instant::now() < deadline,
+            "only {} bytes counted as skipped",
+            server.counter("touch_bytes_skipped")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let runs: u64 = server
+        .counters()
+        .iter()
+        .filter(|(n, _)| n.starts_with("touch_rejected."))
+        .map(|(_, v)| v)
+        .sum();
+    server.shutdown().await;
+    let text = String::from_utf8_lossy(&log.0.lock().unwrap()).to_string();
+    let lines = text
+        .lines()
+        .filter(|l| l.contains("touch: bad bytes"))
+        .count();
+    assert!(runs > 100, "only {runs} skipped runs: the test needs many");
+    assert!(
+        (1..=15).contains(&lines),
+        "{lines} warning lines for {runs} skipped runs:\n{}",
+        &text[..text.len().min(2000)]
+    );
+}

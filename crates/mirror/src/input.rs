@@ -13,7 +13,7 @@ use framewire_proto::daylight::{Touch as TouchPacket, TouchDecoder, TouchEvent, 
 use framewire_proto::v1::{InputKind, INPUT_TOUCH};
 use std::sync::Arc;
 
-use framewire_telemetry::{counter_set, Counter, Family};
+use framewire_telemetry::{counter_set, Counter, Family, LogLimit};
 
 counter_set! {
     /// What the input back-channel counts: refusals, drops, injected actions, the touch port.
@@ -190,6 +190,8 @@ pub async fn serve_touch(
             counters.connections.inc("touch");
             let mut dec = TouchDecoder::new();
             let mut buf = [0u8; 4096];
+            // A stream of garbage is counted in full and logged once a second.
+            let mut log = LogLimit::per_second();
             while let Ok(n) = sock.read(&mut buf).await {
                 if n == 0 {
                     break;
@@ -205,7 +207,9 @@ pub async fn serve_touch(
                         (TouchEvent::Skipped { bytes, reason }, _) => {
                             counters.touch_bytes_skipped.add(bytes as u64);
                             counters.touch_rejected.inc(reason);
-                            warn!(%peer, bytes, reason, "touch: bad bytes in the stream skipped");
+                            if let Some(held) = log.allow(std::time::Instant::now()) {
+                                warn!(%peer, bytes, reason, held, "touch: bad bytes in the stream skipped (held: lines not logged since the last)");
+                            }
                         }
                     }
                 }

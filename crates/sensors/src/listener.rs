@@ -23,6 +23,7 @@ use tracing::{debug, info, warn};
 use framewire_telemetry::Counter;
 
 use framewire_telemetry::clock::now_us;
+use framewire_telemetry::LogLimit;
 
 use crate::devices::Devices;
 use crate::streams::Streams;
@@ -143,7 +144,7 @@ async fn device(
     let mut lines = LineSplitter::new();
     // 16 KB holds several thermal lines (about 3.1 KB each); 1000 devices need 16 MB.
     let mut buf = vec![0u8; 16 * 1024];
-    let mut last_warn = Instant::now() - Duration::from_secs(10);
+    let mut log = LogLimit::per_second();
     loop {
         let n = tokio::select! {
             r = async {
@@ -174,18 +175,17 @@ async fn device(
                     }
                     handle(p, &mut dev, streams).await
                 }
-                Err(e) => reject(&e, &dev, streams, &mut last_warn),
+                Err(e) => reject(&e, &dev, streams, &mut log),
             }
         }
     }
 }
 
-fn reject(e: &LineError, dev: &Device, streams: &Streams, last_warn: &mut Instant) {
+fn reject(e: &LineError, dev: &Device, streams: &Streams, log: &mut LogLimit) {
     streams.counters.sensor_lines_rejected.inc(e.reason());
     // Logged with the device, at most once a second per connection (a flood stays a counter).
-    if last_warn.elapsed() >= Duration::from_secs(1) {
-        *last_warn = Instant::now();
-        warn!(device = %dev.label(), peer = %dev.peer, reason = e.reason(), "bad sensor line: {e}");
+    if let Some(held) = log.allow(Instant::now()) {
+        warn!(device = %dev.label(), peer = %dev.peer, reason = e.reason(), held, "bad sensor line: {e}");
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod clock;
 mod counters;
+mod log_limit;
 pub mod process;
 mod report;
 pub mod stages;
@@ -11,6 +12,7 @@ pub mod stats;
 mod window;
 
 pub use counters::{Counter, CounterRegistry, CounterSet, Family, Visit};
+pub use log_limit::LogLimit;
 pub use report::{format_daylight_latency, LatencyReport, StageSummary};
 pub use stages::{observe_us, StageHistograms};
 pub use window::SampleWindow;
