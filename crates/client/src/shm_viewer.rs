@@ -10,7 +10,7 @@ use anyhow::Context;
 use framewire_codec::checksum::picture_checksum;
 use framewire_proto::shm_frame;
 use framewire_shm::{Channel, ShmError};
-use framewire_telemetry::SampleWindow;
+use framewire_telemetry::{lock, SampleWindow};
 use serde::Serialize;
 
 use framewire_telemetry::clock::now_us;
@@ -153,8 +153,4 @@ pub fn run(
     }
     lock(stats).missed = rx.missed();
     Ok(())
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use framewire_codec::Picture;
 use framewire_proto::daylight;
 use framewire_proto::v1::{self, caps, AckStatus};
-use framewire_telemetry::SampleWindow;
+use framewire_telemetry::{lock, SampleWindow};
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -212,10 +212,6 @@ pub async fn run_viewer(
         Protocol::V1 => run_v1(sock, opts, stats, on_frame).await,
         Protocol::Daylight => run_daylight(sock, opts, stats, on_frame).await,
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 async fn wait_unpaused(p: &AtomicBool) {

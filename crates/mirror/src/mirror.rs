@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use framewire_flow::ViewerFlowStats;
 use framewire_session::{Protocol, SourceFrame, ViewerCommand};
 use framewire_telemetry::clock::now_us;
+pub use framewire_telemetry::lock;
 use framewire_telemetry::{
     counter_set, Counter, CounterRegistry, Family, SampleWindow, StageHistograms,
 };
@@ -248,11 +249,4 @@ impl Mirror {
     pub fn stop(&self) {
         self.stop.send_replace(true);
     }
-}
-
-/// Locks a mutex, recovering the data if a panicking thread poisoned it: every structure
-/// behind these locks stays consistent between statements, and a report must never take the
-/// server down.
-pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -16,7 +16,9 @@ mod sched;
 pub mod streams;
 mod subscriber;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+pub(crate) use framewire_telemetry::lock;
 
 use framewire_telemetry::{counter_set, Counter, CounterRegistry, Family, StageHistograms};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -100,10 +102,4 @@ impl Sensors {
     pub fn stop(&self) {
         self.streams.stop();
     }
-}
-
-/// Locks a mutex, recovering the data if a panicking thread poisoned it (every structure
-/// behind these locks stays consistent between statements).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

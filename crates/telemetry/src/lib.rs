@@ -16,3 +16,10 @@ pub use log_limit::LogLimit;
 pub use report::{format_daylight_latency, LatencyReport, StageSummary};
 pub use stages::{observe_us, StageHistograms};
 pub use window::SampleWindow;
+
+/// Locks a mutex, recovering the data if a panicking thread poisoned it: the structures the
+/// runtime keeps behind its locks stay consistent between statements, and a report or a
+/// viewer's figures must never take the server down. The one copy every runtime crate uses.
+pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
