@@ -72,9 +72,45 @@ pub struct SourceArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub source: SourceArgs,
-    /// Address to listen on. Anything but loopback needs --token (or --insecure).
+    /// Address of the authenticated listeners (framewire v1 and HTTP). Anything but loopback
+    /// needs --token (or --insecure). The Daylight, touch and sensor ports have no
+    /// authentication and stay on loopback unless named with their own option.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: IpAddr,
+    /// Address of the Daylight listener (no authentication: beyond loopback it needs
+    /// --insecure; the app reaches loopback through `adb reverse`).
+    #[arg(long, default_value = "127.0.0.1", value_name = "ADDR")]
+    pub daylight_bind: IpAddr,
+    /// Address of the sensor listener. Beyond loopback it needs --sensor-allow (or --insecure).
+    #[arg(long, default_value = "127.0.0.1", value_name = "ADDR")]
+    pub sensor_bind: IpAddr,
+    /// Networks the sensor listener admits devices from, off loopback (loopback always):
+    /// `10.0.0.0/24,192.168.1.7`. Others are closed at once and counted.
+    #[arg(long, value_name = "CIDR,…")]
+    pub sensor_allow: Option<String>,
+    /// Token for /metrics, /api/stats and /dashboard (at least 8 characters) [default: the
+    /// --token, when there is one]. Send it as `Authorization: Bearer TOKEN` or `?token=`.
+    #[arg(long, env = "FRAMEWIRE_METRICS_TOKEN")]
+    pub metrics_token: Option<String>,
+    /// Connections each listener holds at most; beyond it a connection is closed at once and
+    /// counted. Change some: `--max-connections sensor=20000,daylight=2`. The limits together
+    /// are kept within the open-file limit (less 256).
+    #[arg(long, value_name = "LISTENER=N,…", default_value = "v1=256,daylight=8,http=256,sensor=10000,touch=4")]
+    pub max_connections: String,
+    /// Bytes one subscriber's queue may hold (MiB); beyond it, it is told how many samples it
+    /// missed.
+    #[arg(long, default_value_t = 32, value_name = "MIB")]
+    pub subscriber_queue_mib: usize,
+    /// Bytes all subscribers' queues may hold together (MiB); beyond it the subscriber holding
+    /// the most is cut off (told what it lost and why).
+    #[arg(long, default_value_t = 96, value_name = "MIB")]
+    pub subscriber_budget_mib: usize,
+    /// Streams alive at once; items that would open another are refused and counted.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_streams: usize,
+    /// A stream without items for this long is forgotten (seconds).
+    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    pub stream_idle_secs: u64,
     /// framewire v1 port (0 = any free port).
     #[arg(long, default_value_t = 7878)]
     pub port: u16,

@@ -19,27 +19,12 @@ use framewire_bench::{
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Raises the open-file limit to the hard limit: a server holds a descriptor per viewer, device
-/// and subscriber, and the usual soft limit (1024) is reached long before the hard one.
-fn raise_open_file_limit() {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit only read and write the struct we own.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
-            r.rlim_cur = r.rlim_max;
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
-                eprintln!("warning: cannot raise the open-file limit to its hard limit");
-            }
-        }
-    }
-}
-
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
-    raise_open_file_limit();
+    // A server holds a descriptor per viewer, device and subscriber: take the hard limit.
+    if let Err(e) = framewire_net::raise_nofile_limit() {
+        eprintln!("warning: cannot raise the open-file limit to its hard limit: {e}");
+    }
     let filter =
         tracing_subscriber::EnvFilter::try_from_env("FRAMEWIRE_LOG").unwrap_or_else(|_| {
             tracing_subscriber::EnvFilter::new(if cli.verbose { "info" } else { "warn" })

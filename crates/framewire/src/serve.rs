@@ -6,7 +6,7 @@ use anyhow::Context;
 use framewire_capture::Resolution;
 use framewire_codec::tune::{Tuning, PROFILES};
 use framewire_control::{default_socket_path, default_status_path};
-use framewire_server::{Server, ServerConfig, SourceSpec};
+use framewire_server::{ConnLimits, Server, ServerConfig, SourceSpec};
 
 use crate::cli::{ServeArgs, SourceArgs};
 
@@ -102,8 +102,8 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         resolution: res,
         fps: a.source.fps,
         v1_addr: Some(SocketAddr::new(a.bind, a.port)),
-        daylight_addr: (!a.no_daylight).then(|| SocketAddr::new(a.bind, a.daylight_port)),
-        sensor_addr: (!a.no_sensors).then(|| SocketAddr::new(a.bind, a.sensor_port)),
+        daylight_addr: (!a.no_daylight).then(|| SocketAddr::new(a.daylight_bind, a.daylight_port)),
+        sensor_addr: (!a.no_sensors).then(|| SocketAddr::new(a.sensor_bind, a.sensor_port)),
         sensor_start: sensor_start(&a.sensor_start)?,
         http_addr: (!a.no_http).then(|| SocketAddr::new(a.bind, a.http_port)),
         token: a.token.clone(),
@@ -119,7 +119,35 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         input,
         control_token,
         source: src,
+        max_connections: ConnLimits::default()
+            .parse_over(&a.max_connections)
+            .map_err(|e| anyhow::anyhow!("--max-connections: {e}"))?,
+        hub: hub_limits(a)?,
+        metrics_token: a.metrics_token.clone(),
+        sensor_allow: a
+            .sensor_allow
+            .as_deref()
+            .map(framewire_net::AllowList::parse)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--sensor-allow: {e}"))?,
         ..ServerConfig::default()
+    })
+}
+
+/// The subscriber queues' bounds and the stream limits.
+fn hub_limits(a: &ServeArgs) -> anyhow::Result<framewire_hub::Limits> {
+    let (q, b) = (a.subscriber_queue_mib, a.subscriber_budget_mib);
+    if !(1..=65_536).contains(&q) || !(1..=65_536).contains(&b) {
+        anyhow::bail!("--subscriber-queue-mib and --subscriber-budget-mib must be 1 to 65536");
+    }
+    if !(1..=10_000_000).contains(&a.max_streams) {
+        anyhow::bail!("--max-streams must be 1 to 10000000");
+    }
+    Ok(framewire_hub::Limits {
+        queue_bytes: q << 20,
+        total_bytes: b << 20,
+        streams: a.max_streams,
+        stream_idle_us: a.stream_idle_secs.max(1).saturating_mul(1_000_000),
     })
 }
 

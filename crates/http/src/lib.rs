@@ -4,8 +4,12 @@
 //! - `/ws` — framewire v1 inside WebSocket binary messages (viewers and subscribers);
 //! - `/api/stats` — the dashboard's JSON snapshot;
 //! - `/metrics` — the Prometheus text format, written with the `prometheus` crate's encoder
-//!   from the server's own registries at each scrape. Names and units are listed in
-//!   `spec/PROTOCOL.md` ("Metrics").
+//!   from the server's own registries. Names and units are listed in `spec/PROTOCOL.md`
+//!   ("Metrics").
+//!
+//! Bounds: at most the listener's connections (`framewire-net`'s gate), a request head in
+//! 10 s and 16 KiB, WebSocket messages of 64 KiB, and a scrape flood costs one render a
+//! quarter second, shared. With a token, `/metrics`, `/api/stats` and `/dashboard` need it.
 
 //!
 //! | file | what |
@@ -14,7 +18,11 @@
 //! | `websocket.rs` | `/ws`: same-site check, then the v1 byte stream through the front door |
 //! | `stats.rs` | `/api/stats`: the dashboard's JSON snapshot |
 //! | `metrics.rs` | `/metrics`: the Prometheus exposition, from every subsystem's counters |
+//! | `access.rs` | who may read `/metrics`, `/api/stats` and the dashboard (the token) |
+//! | `cache.rs` | one render shared by the scrapes that arrive while it is made |
 
+mod access;
+mod cache;
 mod metrics;
 mod pages;
 mod stats;
@@ -26,14 +34,22 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
 use axum::routing::get;
 use axum::Router;
+use framewire_net::{Admitted, Gate};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tower::ServiceExt;
 use framewire_mirror::Mirror;
 use framewire_sensors::Sensors;
 use framewire_telemetry::{counter_set, CounterRegistry, Family};
 use tokio::net::TcpListener;
-use tracing::{info, warn};
+use tracing::{debug, info};
 
+pub use access::Access;
 pub use metrics::render;
 
 /// Where a browser's v1 byte stream goes once its WebSocket is open: the server's front door
@@ -51,8 +67,12 @@ counter_set! {
     pub struct HttpCounters {
         /// WebSocket connections (`websocket`).
         connections: Family,
-        /// WebSockets refused, by reason (`origin`, `text_message`).
+        /// WebSockets refused, by reason (`origin`, `text_message`, `too_large`).
         websocket_rejected: Family,
+        /// Requests for `/metrics`, `/api/stats` or `/dashboard` without the token.
+        http_unauthorized: Family,
+        /// Scrapes answered from a render another scrape had just made (`metrics`, `stats`).
+        http_renders_shared: Family,
     }
 }
 
@@ -63,6 +83,10 @@ pub struct HttpCtx {
     pub door: Arc<dyn Door>,
     pub registry: CounterRegistry,
     pub counters: Arc<HttpCounters>,
+    pub access: Access,
+    /// `/metrics` and `/api/stats`, rendered once for every scrape that arrives meanwhile.
+    metrics_cache: cache::Shared,
+    stats_cache: cache::Shared,
 }
 
 impl HttpCtx {
@@ -72,6 +96,7 @@ impl HttpCtx {
         sensors: Option<Sensors>,
         door: Arc<dyn Door>,
         registry: &CounterRegistry,
+        access: Access,
     ) -> Self {
         let counters = Arc::new(HttpCounters::default());
         registry.register(counters.clone());
@@ -81,25 +106,56 @@ impl HttpCtx {
             door,
             registry: registry.clone(),
             counters,
+            access,
+            metrics_cache: cache::Shared::default(),
+            stats_cache: cache::Shared::default(),
         }
     }
 }
 
-/// Serves the HTTP port on `l` until the task is dropped.
-pub async fn serve(l: TcpListener, ctx: Arc<HttpCtx>) {
+/// How long a client may take to send a request's head. A half-sent request would otherwise
+/// hold its connection (and a descriptor) for ever.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most a request's head may hold (hyper's buffer; its floor is 8 KiB).
+const MAX_HEAD: usize = 16 * 1024;
+
+/// Serves the HTTP port on `l` until the task is dropped, at most `gate`'s connections at once.
+///
+/// Connections are served by hyper directly rather than `axum::serve`, because that gives no
+/// way to time out a request's head.
+pub async fn serve(l: TcpListener, gate: Arc<Gate>, ctx: Arc<HttpCtx>) {
     if let Ok(a) = l.local_addr() {
         info!(addr = %a, "http: viewer page /, /dashboard, /ws, /api/stats, /metrics");
     }
-    let app = Router::new()
+    let app = router(ctx);
+    loop {
+        let Admitted { sock, peer, permit } = gate.accept(&l).await;
+        let app = app.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+                req.extensions_mut().insert(ConnectInfo(peer));
+                app.clone().oneshot(req.map(axum::body::Body::new))
+            });
+            let mut b = hyper::server::conn::http1::Builder::new();
+            b.timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(MAX_HEAD);
+            let conn = b.serve_connection(TokioIo::new(sock), svc).with_upgrades();
+            if let Err(e) = conn.await {
+                debug!(%peer, error = %e, "http connection ended");
+            }
+        });
+    }
+}
+
+fn router(ctx: Arc<HttpCtx>) -> Router {
+    Router::new()
         .route("/", get(|| pages::page("viewer.html")))
-        .route("/dashboard", get(|| pages::page("dashboard.html")))
+        .route("/dashboard", get(access::guard_page))
         .route("/assets/{file}", get(pages::asset))
         .route("/ws", get(websocket::upgrade))
         .route("/api/stats", get(stats::stats))
         .route("/metrics", get(metrics::metrics))
-        .with_state(ctx);
-    let svc = app.into_make_service_with_connect_info::<SocketAddr>();
-    if let Err(e) = axum::serve(l, svc).await {
-        warn!(error = %e, "http server stopped");
-    }
+        .with_state(ctx)
 }

@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::header::CONTENT_TYPE;
-use axum::response::IntoResponse;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
 use framewire_mirror::{lock, Mirror};
 use framewire_sensors::Sensors;
 use framewire_telemetry::CounterRegistry;
@@ -14,15 +15,36 @@ use prometheus::{
     Encoder, GaugeVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
 };
 
+use crate::access::{check, TokenQuery};
 use crate::HttpCtx;
 
-pub(crate) async fn metrics(State(c): State<Arc<HttpCtx>>) -> impl IntoResponse {
-    match render(&c.mirror, &c.registry, c.sensors.as_ref()) {
-        Ok(body) => (
-            [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
-            body,
-        )
-            .into_response(),
+/// Streams with a series of their own in `framewire_stream_items_total` (the busiest); the
+/// rest are summed under `stream="_other"`, so 100 000 locations cannot make a scrape 23 MB.
+pub const STREAM_SERIES: usize = 100;
+/// Viewers with flow series of their own (the first connected); the totals cover every one.
+pub const VIEWER_SERIES: usize = 64;
+
+pub(crate) async fn metrics(
+    State(c): State<Arc<HttpCtx>>,
+    headers: HeaderMap,
+    Query(q): Query<TokenQuery>,
+) -> Response {
+    if let Err(r) = check(&c, "metrics", &headers, &q) {
+        return r;
+    }
+    let c2 = c.clone();
+    let render = move || render(&c2.mirror, &c2.registry, c2.sensors.as_ref()).map_err(|e| e.to_string());
+    match c.metrics_cache.get(render).await {
+        Ok((body, shared)) => {
+            if shared {
+                c.counters.http_renders_shared.inc("metrics");
+            }
+            (
+                [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+                body,
+            )
+                .into_response()
+        }
         Err(e) => (
             axum::http::StatusCode::INTERNAL_SERVER_ERROR,
             format!("metrics: {e}\n"),
@@ -135,10 +157,28 @@ fn sensor_hub(r: &Registry, sensors: &Sensors) -> Result<(), prometheus::Error> 
         Opts::new("framewire_stream_items_total", "Items published, by stream"),
         &["stream"],
     )?;
-    for (name, n) in st.stream_names() {
+    let (top, other) = busiest(st.stream_names(), STREAM_SERIES);
+    for (name, n) in top {
         items.with_label_values(&[&name]).inc_by(n);
     }
+    if other > 0 {
+        items.with_label_values(&["_other"]).inc_by(other);
+    }
     r.register(Box::new(items))?;
+    gauge(r, "framewire_streams", "Streams alive now (idle ones expire)", st.stream_count())?;
+    let (queued, budget) = st.queued_bytes();
+    gauge(
+        r,
+        "framewire_subscriber_queued_bytes",
+        "Bytes all subscribers' queues hold now",
+        queued,
+    )?;
+    gauge(
+        r,
+        "framewire_subscriber_budget_bytes",
+        "The subscribers' memory budget: beyond it the one holding the most is cut off",
+        budget,
+    )?;
     let h = st.hub_counters();
     for (name, help, v) in [
         (
@@ -203,7 +243,7 @@ fn flow(r: &Registry, m: &Mirror) -> Result<(), prometheus::Error> {
         ),
         &["viewer", "protocol", "event"],
     )?;
-    for v in m.viewer_list() {
+    for v in m.viewer_list().into_iter().take(VIEWER_SERIES) {
         let stats = lock(&v.flow).stats;
         let id = v.id.to_string();
         for (name, x) in stats.fields() {
@@ -213,4 +253,32 @@ fn flow(r: &Registry, m: &Mirror) -> Result<(), prometheus::Error> {
         }
     }
     r.register(Box::new(per_viewer))
+}
+
+/// The `n` streams with the most items, and the sum of the others.
+pub(crate) fn busiest(mut streams: Vec<(String, u64)>, n: usize) -> (Vec<(String, u64)>, u64) {
+    if streams.len() <= n {
+        return (streams, 0);
+    }
+    streams.select_nth_unstable_by(n, |a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let other = streams[n..].iter().map(|(_, c)| c).sum();
+    streams.truncate(n);
+    (streams, other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_busiest_streams_keep_their_series_and_the_rest_are_summed() {
+        let streams: Vec<(String, u64)> = (0..1000).map(|i| (format!("sensor/{i}"), i)).collect();
+        let (top, other) = busiest(streams, 3);
+        let mut names: Vec<&str> = top.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["sensor/997", "sensor/998", "sensor/999"]);
+        assert_eq!(other, (0..997u64).sum::<u64>());
+        let (top, other) = busiest(vec![("a".into(), 5)], 3);
+        assert_eq!((top.len(), other), (1, 0));
+    }
 }

@@ -2,16 +2,47 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use framewire_telemetry::clock::now_us;
 
+use crate::access::{check, TokenQuery};
 use crate::HttpCtx;
 
 /// The dashboard's snapshot: the latency report (ms), counters and the hub's state. Rates are
 /// computed by the page from successive totals.
-pub(crate) async fn stats(State(ctx): State<Arc<HttpCtx>>) -> Response {
+pub(crate) async fn stats(
+    State(ctx): State<Arc<HttpCtx>>,
+    headers: HeaderMap,
+    Query(q): Query<TokenQuery>,
+) -> Response {
+    if let Err(r) = check(&ctx, "stats", &headers, &q) {
+        return r;
+    }
+    let c = ctx.clone();
+    let (body, shared) = match ctx.stats_cache.get(move || Ok(snapshot(&c))).await {
+        Ok(x) => x,
+        Err(e) => {
+            return (StatusCode::INTERNAL_SERVER_ERROR, format!("stats: {e}\n")).into_response()
+        }
+    };
+    if shared {
+        ctx.counters.http_renders_shared.inc("stats");
+    }
+    (
+        [
+            (CONTENT_TYPE, "application/json"),
+            (CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// The snapshot's JSON text.
+fn snapshot(ctx: &HttpCtx) -> String {
     let report = ctx.mirror.report();
     let hub = ctx.sensors.as_ref().map(|sensors| {
         let st = &sensors.streams;
@@ -24,7 +55,8 @@ pub(crate) async fn stats(State(ctx): State<Arc<HttpCtx>>) -> Response {
             "thermal_published": h.thermal_published,
             "thermal_replaced": h.thermal_replaced,
             "devices": sensors.devices.count(),
-            "streams": st.stream_names().into_iter().map(|(n, c)| serde_json::json!({"name": n, "items": c})).collect::<Vec<_>>(),
+            "stream_count": st.stream_count(),
+            "streams": crate::metrics::busiest(st.stream_names(), crate::metrics::STREAM_SERIES).0.into_iter().map(|(n, c)| serde_json::json!({"name": n, "items": c})).collect::<Vec<_>>(),
         })
     });
     let body = serde_json::json!({
@@ -32,12 +64,5 @@ pub(crate) async fn stats(State(ctx): State<Arc<HttpCtx>>) -> Response {
         "report": report,
         "hub": hub,
     });
-    (
-        [
-            (CONTENT_TYPE, "application/json"),
-            (CACHE_CONTROL, "no-store"),
-        ],
-        body.to_string(),
-    )
-        .into_response()
+    body.to_string()
 }

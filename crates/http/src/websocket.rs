@@ -26,6 +26,8 @@ use crate::HttpCtx;
 
 /// Bytes in flight between the WebSocket and the session, each way.
 const PIPE: usize = 256 * 1024;
+/// The largest message (and frame) a browser may send.
+pub const MAX_MESSAGE: usize = 64 * 1024;
 
 /// The host part of an `Origin` header (`http://host:port` → `host:port`).
 fn origin_host(origin: &str) -> &str {
@@ -60,7 +62,11 @@ pub(crate) async fn upgrade(
         warn!(%peer, origin = ?headers.get(ORIGIN), "websocket from another site refused");
         return (StatusCode::FORBIDDEN, "cross-site WebSocket refused\n").into_response();
     }
-    ws.max_message_size(1 << 20)
+    // A browser sends small messages (its Hello, ACKs, input): a message or frame beyond
+    // 64 KiB is refused before it is buffered, authenticated or not.
+    ws.max_message_size(MAX_MESSAGE)
+        .max_frame_size(MAX_MESSAGE)
+        .read_buffer_size(16 * 1024)
         .on_upgrade(move |sock| bridge(sock, peer, ctx))
 }
 
@@ -87,7 +93,12 @@ async fn bridge(ws: WebSocket, peer: SocketAddr, ctx: Arc<HttpCtx>) {
                     break;
                 }
                 Err(e) => {
-                    debug!(%peer, error = %e, "websocket read failed");
+                    if e.to_string().contains("too long") || e.to_string().contains("too big") {
+                        counters.websocket_rejected.inc("too_large");
+                        warn!(%peer, error = %e, "websocket message beyond {MAX_MESSAGE} bytes refused");
+                    } else {
+                        debug!(%peer, error = %e, "websocket read failed");
+                    }
                     break;
                 }
             }

@@ -12,6 +12,11 @@
 //! when it overflows, the subscriber gets a `Missed(n)` notice in the place of the samples it
 //! lost, and the counters say so. Thermal grids (like video) are newest-wins per stream: a
 //! subscriber that is behind gets the latest grid, and the grids it never saw are counted.
+//!
+//! Memory is bounded (`Limits`): each queue in samples and in bytes, all queues together in
+//! bytes (beyond it the subscriber holding the most is cut off, told why and what it lost),
+//! and the number of live streams (idle ones expire; a new one beyond the limit is refused
+//! and counted).
 
 mod filter;
 mod hub;
@@ -19,6 +24,6 @@ mod item;
 mod subscriber;
 
 pub use filter::Filter;
-pub use hub::{Hub, HubCounters, SubscriberId};
+pub use hub::{Hub, HubCounters, Limits, StreamStats, SubscriberId, CUT_OFF_BUDGET};
 pub use item::{Item, Sample, Thermal, Value};
-pub use subscriber::{Delivery, Subscriber};
+pub use subscriber::{item_cost, Delivery, QueueLimit, Subscriber};

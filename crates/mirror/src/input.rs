@@ -175,17 +175,20 @@ fn run(mut inj: Injector, r: Region, rx: Receiver<InputEvent>, counters: Arc<Inp
 /// The Daylight touch port: a stream of 23-byte packets per connection, parsed as a stream.
 pub async fn serve_touch(
     l: tokio::net::TcpListener,
+    gate: Arc<framewire_net::Gate>,
     sink: Option<InputSink>,
     counters: Arc<InputCounters>,
 ) {
     use tokio::io::AsyncReadExt;
     loop {
-        let Ok((mut sock, peer)) = l.accept().await else {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            continue;
-        };
+        let framewire_net::Admitted {
+            mut sock,
+            peer,
+            permit,
+        } = gate.accept(&l).await;
         let (sink, counters) = (sink.clone(), counters.clone());
         tokio::spawn(async move {
+            let _permit = permit;
             info!(%peer, "touch connection");
             counters.connections.inc("touch");
             let mut dec = TouchDecoder::new();

@@ -60,7 +60,13 @@ impl Mirror {
     }
 
     /// Serves the Daylight app's touch port on `l` (its input goes where viewers' input goes).
-    pub async fn serve_touch(self: Arc<Self>, l: tokio::net::TcpListener) {
-        input::serve_touch(l, self.input.get().cloned(), self.input_counters.clone()).await
+    /// The Daylight app's touch port on `l`, at most `gate`'s connections at once.
+    pub async fn serve_touch(
+        self: Arc<Self>,
+        l: tokio::net::TcpListener,
+        gate: Arc<framewire_net::Gate>,
+    ) {
+        let (sink, counters) = (self.input.get().cloned(), self.input_counters.clone());
+        input::serve_touch(l, gate, sink, counters).await
     }
 }

@@ -11,6 +11,10 @@ use std::fmt;
 /// Longest line accepted. The longest real packet is a thermal frame as 768 space-separated
 /// 4-digit words with a location (≈3.9 KB) or an EEPROM dump (3328 hex digits).
 pub const MAX_LINE: usize = 16 * 1024;
+/// The longest location or serial number a device may give (bytes). Longer is refused, not
+/// truncated: a cut name could make two devices' streams one, and every name is kept while its
+/// stream lives. `thermal/` and the longest name still fit a v1 stream field (255 bytes).
+pub const MAX_NAME: usize = 128;
 /// The command that starts a real device's periodic readings, sent when it connects. A capture
 /// of a real device and EmberEye's own servers send `PERIOD_ON\n`; only one of EmberEye's
 /// simulators took `PERIODIC_ON` (and without a newline).
@@ -68,6 +72,8 @@ pub enum LineError {
     BadReading,
     BadThermal(&'static str),
     BadEeprom(&'static str),
+    /// A location or serial number longer than [`MAX_NAME`], or with control characters.
+    BadName,
 }
 
 impl LineError {
@@ -82,6 +88,7 @@ impl LineError {
             LineError::BadReading => "bad_reading",
             LineError::BadThermal(_) => "bad_thermal",
             LineError::BadEeprom(_) => "bad_eeprom",
+            LineError::BadName => "bad_name",
         }
     }
 }
@@ -97,6 +104,10 @@ impl fmt::Display for LineError {
             LineError::BadReading => write!(f, "sensor reading is not key=number"),
             LineError::BadThermal(why) => write!(f, "thermal frame: {why}"),
             LineError::BadEeprom(why) => write!(f, "EEPROM packet: {why}"),
+            LineError::BadName => write!(
+                f,
+                "location or serial number longer than {MAX_NAME} bytes or with control characters"
+            ),
         }
     }
 }
@@ -186,29 +197,43 @@ fn word(prefix: &str, body: &str) -> Option<usize> {
         .then_some(n)
 }
 
-fn clean_location(s: &str) -> Option<String> {
+/// A location without its spaces and `<>`, `None` when empty; refused when too long.
+fn clean_location(s: &str) -> Result<Option<String>, LineError> {
     let s = s.trim();
     let s = s
         .strip_prefix('<')
         .and_then(|x| x.strip_suffix('>'))
         .unwrap_or(s);
-    (!s.is_empty()).then(|| s.to_string())
+    if s.is_empty() {
+        return Ok(None);
+    }
+    check_name(s).map(|s| Some(s.to_string()))
+}
+
+fn check_name(s: &str) -> Result<&str, LineError> {
+    if s.len() > MAX_NAME || s.chars().any(char::is_control) {
+        return Err(LineError::BadName);
+    }
+    Ok(s)
 }
 
 /// Splits `<loc>:<rest>` after a packet word: the location in the prefix
 /// (`Sensorroom1:...`), or as a first field (`Sensor:room1:...`) when that field cannot be
 /// part of the data (`is_data` says which).
-fn split_location(after: &str, is_data: impl Fn(&str) -> bool) -> Option<(Option<String>, &str)> {
-    let (prefix, rest) = after.split_once(':')?;
+fn split_location(
+    after: &str,
+    is_data: impl Fn(&str) -> bool,
+) -> Result<(Option<String>, &str), LineError> {
+    let (prefix, rest) = after.split_once(':').ok_or(LineError::UnknownPacket)?;
     if !prefix.trim().is_empty() {
-        return Some((clean_location(prefix), rest));
+        return Ok((clean_location(prefix)?, rest));
     }
     match rest.split_once(':') {
         // `ADC3:=905` is a key with a stray ':', not a location.
         Some((field, data)) if !is_data(field) && !data.starts_with('=') => {
-            Some((clean_location(field), data))
+            Ok((clean_location(field)?, data))
         }
-        _ => Some((None, rest)),
+        _ => Ok((None, rest)),
     }
 }
 
@@ -218,17 +243,16 @@ fn parse_body(body: &str) -> Result<Packet, LineError> {
         return if v.is_empty() {
             Err(LineError::EmptyValue)
         } else {
-            Ok(Packet::SerialNo(v.to_string()))
+            Ok(Packet::SerialNo(check_name(v)?.to_string()))
         };
     }
     if let Some(n) = word("locid:", body) {
-        return clean_location(&body[n..])
+        return clean_location(&body[n..])?
             .map(Packet::LocId)
             .ok_or(LineError::EmptyValue);
     }
     if let Some(n) = word("sensor", body) {
-        let (location, data) =
-            split_location(&body[n..], |f| f.contains('=')).ok_or(LineError::UnknownPacket)?;
+        let (location, data) = split_location(&body[n..], |f| f.contains('='))?;
         return Ok(Packet::Sensor {
             location,
             readings: parse_readings(data)?,
@@ -242,13 +266,12 @@ fn parse_body(body: &str) -> Result<Packet, LineError> {
         }
         let words = hex_words(data).ok_or(LineError::BadEeprom("not hex"))?;
         return Ok(Packet::Eeprom {
-            id: clean_location(id).unwrap_or_default(),
+            id: clean_location(id)?.unwrap_or_default(),
             words,
         });
     }
     if let Some(n) = word("frame", body) {
-        let (location, data) =
-            split_location(&body[n..], looks_thermal).ok_or(LineError::UnknownPacket)?;
+        let (location, data) = split_location(&body[n..], looks_thermal)?;
         let (values, calibration) = parse_thermal(data.trim())?;
         return Ok(Packet::Thermal {
             location,
@@ -426,6 +449,29 @@ mod tests {
         );
         assert_eq!(p("").unwrap(), None);
         assert_eq!(p("   \r").unwrap(), None);
+    }
+
+    #[test]
+    fn names_beyond_the_limit_are_refused_not_truncated() {
+        let at = "a".repeat(MAX_NAME);
+        let over = "a".repeat(MAX_NAME + 1);
+        assert_eq!(
+            p(&format!("#locid:{at}!")).unwrap(),
+            Some(Packet::LocId(at.clone()))
+        );
+        for line in [
+            format!("#locid:{over}!"),
+            format!("#serialno:{over}!"),
+            format!("#Sensor{over}:ADC1=1!"),
+            format!("#Sensor:{over}:ADC1=1!"),
+            "#locid:room\u{7}!".to_string(),
+            "#locid:ro\tom!".to_string(),
+        ] {
+            assert_eq!(p(&line), Err(LineError::BadName), "{line:?}");
+        }
+        assert_eq!(LineError::BadName.reason(), "bad_name");
+        // The longest name a device may give still fits a v1 stream field whole.
+        assert!("thermal/".len() + MAX_NAME <= 255);
     }
 
     #[test]

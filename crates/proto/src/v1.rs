@@ -160,6 +160,9 @@ pub mod goodbye {
     pub const UNSUPPORTED_VERSION: u16 = 3;
     pub const NO_SUCH_STREAM: u16 = 4;
     pub const SHUTDOWN: u16 = 5;
+    /// A subscriber fell so far behind that the server's memory budget for subscribers ran
+    /// out; it was cut off (a `Missed` packet before the Goodbye says what it lost).
+    pub const TOO_SLOW: u16 = 6;
 }
 
 /// Fields of a frame packet other than its payload.
@@ -823,8 +826,13 @@ pub struct Decoder {
 
 impl Decoder {
     pub fn new(max_frame_body: u32) -> Self {
+        Self::with_capacity(max_frame_body, 64 * 1024)
+    }
+
+    /// A decoder whose buffer starts at `capacity` bytes (it grows to the packets that come).
+    pub fn with_capacity(max_frame_body: u32, capacity: usize) -> Self {
         Decoder {
-            buf: BytesMut::with_capacity(64 * 1024),
+            buf: BytesMut::with_capacity(capacity),
             max_frame_body,
         }
     }

@@ -32,7 +32,6 @@ counter_set! {
     pub struct SensorCounters {
         /// Connections by kind (`sensor`).
         connections: Family,
-        sensor_accept_errors: Counter,
         /// Bytes read from device sockets, counted as they come off the wire.
         sensor_bytes_received: Counter,
         sensor_lines: Counter,
@@ -64,10 +63,14 @@ pub struct Sensors {
 
 impl Sensors {
     /// Starts the hub thread; the counters join `registry`.
-    pub fn start(registry: &CounterRegistry, stages: Arc<StageHistograms>) -> Self {
+    pub fn start(
+        registry: &CounterRegistry,
+        stages: Arc<StageHistograms>,
+        limits: framewire_hub::Limits,
+    ) -> Self {
         let counters = Arc::new(SensorCounters::default());
         registry.register(counters.clone());
-        let streams = Streams::start(counters.clone(), stages.sensor_hub.clone());
+        let streams = Streams::start(counters.clone(), stages.sensor_hub.clone(), limits);
         registry.register(streams.clone());
         Sensors {
             streams,
@@ -78,8 +81,14 @@ impl Sensors {
     }
 
     /// Takes devices on `l`; each is sent `start` (`PERIOD_ON\n`) when it connects.
-    pub async fn serve_devices(self, l: TcpListener, start: Option<Arc<[u8]>>) {
-        listener::serve(l, self.streams, self.devices, start).await
+    /// At most `gate`'s devices are connected at once.
+    pub async fn serve_devices(
+        self,
+        l: TcpListener,
+        gate: Arc<framewire_net::Gate>,
+        start: Option<Arc<[u8]>>,
+    ) {
+        listener::serve(l, gate, self.streams, self.devices, start).await
     }
 
     /// A subscriber whose Hello was accepted, for the streams `filter` names.

@@ -11,7 +11,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use framewire_hub::{Item, Sample, Thermal};
 use framewire_proto::sensor_line::{self, LineError, LineSplitter, Packet};
@@ -20,6 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
+use framewire_net::{Admitted, Gate};
 use framewire_telemetry::Counter;
 
 use framewire_telemetry::clock::now_us;
@@ -31,23 +32,18 @@ use crate::streams::Streams;
 /// Accepts devices on `l` until the task is dropped; each is sent `start` first, if given.
 pub async fn serve(
     l: TcpListener,
+    gate: Arc<Gate>,
     streams: Arc<Streams>,
     devices: Arc<Devices>,
     start: Option<Arc<[u8]>>,
 ) {
     loop {
-        let (sock, peer) = match l.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                streams.counters.sensor_accept_errors.inc();
-                warn!(error = %e, "sensor accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+        // At most `gate`'s devices at once, from its allowlist when it has one.
+        let Admitted { sock, peer, permit } = gate.accept(&l).await;
         let (streams, devices) = (streams.clone(), devices.clone());
         let start = start.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             streams.counters.connections.inc("sensor");
             let (id, commands) = devices.register(peer);
             let reg = (id, &*devices, commands);

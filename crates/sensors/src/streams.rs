@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use framewire_hub::{Delivery, Filter, Hub, HubCounters, Item, SubscriberId};
+use framewire_hub::{Delivery, Filter, Hub, HubCounters, Item, Limits, SubscriberId};
 use framewire_telemetry::clock::now_us;
 
 use crate::SensorCounters;
@@ -36,8 +36,11 @@ pub const INPUT_CAPACITY: usize = 65_536;
 /// Publishers pause above this many queued items and resume below `LOW_WATER`.
 pub const HIGH_WATER: usize = 49_152;
 pub const LOW_WATER: usize = 16_384;
-/// Samples a subscriber's queue holds before it is told it missed some.
+/// Samples a subscriber's queue holds before it is told it missed some (its bytes are bounded
+/// too: `Limits::queue_bytes`).
 pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 1 << 20;
+/// How often the hub thread forgets idle streams.
+const EXPIRE_EVERY: Duration = Duration::from_secs(1);
 
 /// Shared by publishers, subscribers and the hub task.
 pub struct Streams {
@@ -66,17 +69,23 @@ const HUB_SLICE: Duration = Duration::from_micros(100);
 
 impl Streams {
     /// Starts the hub on its own thread. [`Streams::stop`] ends it.
-    pub fn start(counters: Arc<SensorCounters>, queued: prometheus::Histogram) -> Arc<Streams> {
+    pub fn start(
+        counters: Arc<SensorCounters>,
+        queued: prometheus::Histogram,
+        limits: Limits,
+    ) -> Arc<Streams> {
         let (input, rx) = mpsc::channel(INPUT_CAPACITY);
-        // Timers and I/O of its own are not needed: the sockets its writers write to are
-        // registered with the runtime that accepted them, which wakes the writers.
+        // I/O of its own is not needed: the sockets its writers write to are registered with
+        // the runtime that accepted them, which wakes the writers. Timers are: idle streams
+        // expire, and a subscriber cut off has a deadline for its last packets.
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .expect("building the hub thread's runtime");
         let s = Arc::new(Streams {
             input,
             delivery: rt.handle().clone(),
-            hub: Mutex::new(Hub::new()),
+            hub: Mutex::new(Hub::with_limits(limits)),
             wakers: Mutex::new(HashMap::new()),
             paused: watch::channel(false).0,
             stop: Notify::new(),
@@ -159,13 +168,24 @@ impl Streams {
         lock(&self.hub).counters()
     }
 
-    /// Streams seen so far and how many items each carried.
+    /// Streams alive and how many items each carried.
     pub fn stream_names(&self) -> Vec<(String, u64)> {
         lock(&self.hub)
             .streams()
             .iter()
-            .map(|(k, v)| (k.clone(), *v))
+            .map(|(k, v)| (k.clone(), v.items))
             .collect()
+    }
+
+    /// Streams alive now.
+    pub fn stream_count(&self) -> usize {
+        lock(&self.hub).streams().len()
+    }
+
+    /// Bytes all subscribers' queues pin together, and the budget for them.
+    pub fn queued_bytes(&self) -> (usize, usize) {
+        let hub = lock(&self.hub);
+        (hub.queued_bytes(), hub.limits().total_bytes)
     }
 }
 
@@ -176,7 +196,9 @@ async fn run_hub(s: &Streams, mut rx: mpsc::Receiver<Item>) {
         tracing::debug!("the kernel keeps its default slice for the hub thread");
     }
     let mut batch = Vec::with_capacity(BATCH);
+    let mut watch = HubWatch::default();
     while !s.stopping.load(Ordering::Relaxed) {
+        watch.check(s);
         // Take what is there without registering to be woken.
         while batch.len() < BATCH {
             match rx.try_recv() {
@@ -188,11 +210,15 @@ async fn run_hub(s: &Streams, mut rx: mpsc::Receiver<Item>) {
         if batch.is_empty() {
             // Nothing: wait to be woken by the next publisher (or by stop).
             let n = tokio::select! {
-                n = rx.recv_many(&mut batch, BATCH) => n,
-                _ = s.stop.notified() => 0,
+                n = rx.recv_many(&mut batch, BATCH) => Some(n),
+                _ = s.stop.notified() => Some(0),
+                // Idle streams expire even when nothing arrives.
+                _ = tokio::time::sleep(EXPIRE_EVERY) => None,
             };
-            if n == 0 {
-                return;
+            match n {
+                Some(0) => return,
+                Some(_) => {}
+                None => continue,
             }
         }
         let busy = batch.len() >= BUSY_BATCH;
@@ -205,6 +231,48 @@ async fn run_hub(s: &Streams, mut rx: mpsc::Receiver<Item>) {
             // the runtime's timers are milliseconds.)
             std::thread::sleep(BUSY_POLL);
         }
+    }
+}
+
+/// The hub thread's housekeeping: forgets idle streams once a second, and says (at most once a
+/// second) when items were refused for opening a stream beyond the limit or a subscriber was cut
+/// off. Every one of them is counted by the hub; these lines point at the counters.
+#[derive(Default)]
+struct HubWatch {
+    last: Option<std::time::Instant>,
+    seen: HubCounters,
+}
+
+impl HubWatch {
+    fn check(&mut self, s: &Streams) {
+        let now = std::time::Instant::now();
+        if self.last.is_some_and(|l| now - l < EXPIRE_EVERY) {
+            return;
+        }
+        self.last = Some(now);
+        let (c, expired) = {
+            let mut hub = lock(&s.hub);
+            let expired = hub.expire_idle(now_us());
+            (hub.counters(), expired)
+        };
+        if expired > 0 {
+            tracing::info!(expired, "idle streams forgotten");
+        }
+        let refused = c.items_refused_stream_limit - self.seen.items_refused_stream_limit;
+        if refused > 0 {
+            tracing::warn!(
+                refused,
+                "items refused: they would open a stream beyond the stream limit (hub_items_refused_stream_limit)"
+            );
+        }
+        let cut = c.subscribers_cut_off - self.seen.subscribers_cut_off;
+        if cut > 0 {
+            tracing::warn!(
+                cut,
+                "subscribers cut off: the subscribers' memory budget ran out (hub_subscribers_cut_off)"
+            );
+        }
+        self.seen = c;
     }
 }
 
@@ -311,6 +379,9 @@ impl framewire_telemetry::CounterSet for Streams {
             samples_missed,
             thermal_replaced,
             unsubscribed,
+            subscribers_cut_off,
+            items_refused_stream_limit,
+            streams_expired,
         } = self.hub_counters();
         f("hub_samples_published", samples_published);
         f("hub_thermal_published", thermal_published);
@@ -318,5 +389,8 @@ impl framewire_telemetry::CounterSet for Streams {
         f("hub_samples_missed", samples_missed);
         f("hub_thermal_replaced", thermal_replaced);
         f("hub_unsubscribed", unsubscribed);
+        f("hub_subscribers_cut_off", subscribers_cut_off);
+        f("hub_items_refused_stream_limit", items_refused_stream_limit);
+        f("hub_streams_expired", streams_expired);
     }
 }

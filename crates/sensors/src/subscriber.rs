@@ -20,15 +20,26 @@ use tokio::io::{AsyncRead, AsyncWrite};
 const BATCH: usize = 64 * 1024;
 /// Deliveries taken from the hub under one lock (256 grids are about 400 KB).
 const TAKE: usize = 256;
+/// How long a subscriber that was cut off has to take its last packets.
+const CUT_OFF_WRITE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Appends `d` to `out`; returns when its item was accepted (µs), for the delivery histogram.
 fn encode(d: Delivery, out: &mut BytesMut) -> Option<u64> {
     let accepted = match &d {
         Delivery::Item(i) => Some(i.accepted_us()),
-        Delivery::Missed { .. } => None,
+        Delivery::Missed { .. } | Delivery::CutOff { .. } => None,
     };
     match d {
         Delivery::Missed { samples } => Packet::Missed { samples }.encode(out),
+        // The last delivery: what it lost, then why it is being disconnected.
+        Delivery::CutOff { samples, reason } => {
+            Packet::Missed { samples }.encode(out);
+            Packet::Goodbye {
+                code: v1::goodbye::TOO_SLOW,
+                reason: reason.to_string(),
+            }
+            .encode(out);
+        }
         Delivery::Item(Item::Sample(s)) => v1::encode_sample(
             out,
             &s.stream,
@@ -120,7 +131,8 @@ impl Drop for Writer {
 }
 
 /// Takes deliveries from the hub, encodes them and writes them, batched into as few writes as
-/// there are wake-ups; records each item's accepted → written time. Returns only on error.
+/// there are wake-ups; records each item's accepted → written time. Returns on error, or
+/// after the Goodbye of a subscriber the hub cut off.
 async fn write_deliveries<W: tokio::io::AsyncWrite + Unpin>(
     sub: Subscription,
     mut wr: W,
@@ -133,13 +145,24 @@ async fn write_deliveries<W: tokio::io::AsyncWrite + Unpin>(
         sub.next_batch(TAKE, &mut taken).await;
         buf.clear();
         accepted.clear();
+        let mut cut = None;
         loop {
             for d in taken.drain(..) {
+                if let Delivery::CutOff { reason, .. } = &d {
+                    cut = Some(*reason);
+                }
                 accepted.extend(encode(d, &mut buf));
             }
-            if buf.len() >= BATCH || sub.take(TAKE, &mut taken) == 0 {
+            if buf.len() >= BATCH || cut.is_some() || sub.take(TAKE, &mut taken) == 0 {
                 break;
             }
+        }
+        // A subscriber cut off gets what it lost and the Goodbye, after what it already had
+        // waiting in the socket; its connection ends (bounded: it may not read at all).
+        if let Some(reason) = cut {
+            let _ = tokio::time::timeout(CUT_OFF_WRITE, wr.write_all(&buf)).await;
+            let _ = tokio::time::timeout(CUT_OFF_WRITE, wr.shutdown()).await;
+            anyhow::bail!("cut off: {reason}");
         }
         wr.write_all(&buf).await?;
         let now = now_us();

@@ -54,6 +54,95 @@ pub struct ServerConfig {
     pub brightness: u8,
     /// Display tuning applied to every picture (changeable live through the control socket).
     pub tuning: framewire_codec::tune::Tuning,
+    /// Connections each listener holds at most (within the descriptor budget).
+    pub max_connections: ConnLimits,
+    /// Subscriber queues, their memory budget, and the live streams.
+    pub hub: framewire_hub::Limits,
+    /// Required for `/metrics`, `/api/stats` and the dashboard when set; otherwise `token`
+    /// guards them (and on loopback without a token they are open).
+    pub metrics_token: Option<String>,
+    /// Addresses the sensor listener admits when it is not on loopback (loopback always).
+    pub sensor_allow: Option<framewire_net::AllowList>,
+}
+
+/// The most connections each listener holds at once. Beyond it a connection is closed at
+/// once and counted (`connections_refused.<listener>_full`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnLimits {
+    /// framewire v1 viewers and subscribers (TCP).
+    pub v1: usize,
+    /// Daylight viewers: they have no handshake, and each holds megabytes of socket buffers,
+    /// so a handful (a tablet or two).
+    pub daylight: usize,
+    /// HTTP: pages, WebSockets, scrapes.
+    pub http: usize,
+    /// Sensor devices.
+    pub sensor: usize,
+    /// The Daylight app's touch connections.
+    pub touch: usize,
+}
+
+impl Default for ConnLimits {
+    fn default() -> Self {
+        ConnLimits {
+            v1: 256,
+            daylight: 8,
+            http: 256,
+            sensor: 10_000,
+            touch: 4,
+        }
+    }
+}
+
+impl ConnLimits {
+    pub const NAMES: [&'static str; 5] = ["v1", "daylight", "http", "sensor", "touch"];
+
+    pub fn as_array(&self) -> [usize; 5] {
+        [self.v1, self.daylight, self.http, self.sensor, self.touch]
+    }
+
+    pub fn from_array(a: [usize; 5]) -> Self {
+        ConnLimits {
+            v1: a[0],
+            daylight: a[1],
+            http: a[2],
+            sensor: a[3],
+            touch: a[4],
+        }
+    }
+
+    /// `v1=256,sensor=20000`: the listeners named are changed, the others keep theirs.
+    pub fn parse_over(mut self, s: &str) -> Result<Self, String> {
+        let mut a = self.as_array();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("{part:?}: expected LISTENER=N, like sensor=20000"))?;
+            let i = Self::NAMES
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(k.trim()))
+                .ok_or_else(|| {
+                    format!("no listener {k:?}; listeners: {}", Self::NAMES.join(", "))
+                })?;
+            a[i] = match v.trim().parse::<usize>() {
+                Ok(n) if (1..=1_000_000).contains(&n) => n,
+                _ => return Err(format!("{part:?}: N must be 1 to 1000000")),
+            };
+        }
+        self = Self::from_array(a);
+        Ok(self)
+    }
+}
+
+impl std::fmt::Display for ConnLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = Self::NAMES
+            .iter()
+            .zip(self.as_array())
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
+        f.write_str(&parts.join(","))
+    }
 }
 
 impl Default for ServerConfig {
@@ -83,6 +172,10 @@ impl Default for ServerConfig {
             touch_addr: None,
             brightness: 128,
             tuning: Default::default(),
+            max_connections: ConnLimits::default(),
+            hub: framewire_hub::Limits::default(),
+            metrics_token: None,
+            sensor_allow: None,
         }
     }
 }
@@ -116,6 +209,7 @@ impl ServerConfig {
         for (flag, t) in [
             ("--token", &self.token),
             ("--control-token", &self.control_token),
+            ("--metrics-token", &self.metrics_token),
         ] {
             if let Some(t) = t {
                 if t.chars().count() < MIN_TOKEN_LEN {
@@ -141,14 +235,15 @@ impl ServerConfig {
             }
         }
         if let Some(a) = self.sensor_addr {
-            if !a.ip().is_loopback() && !self.insecure {
+            if !a.ip().is_loopback() && self.sensor_allow.is_none() && !self.insecure {
                 return Err(format!(
-                    "refusing to take sensor data on {a} (not loopback): the line protocol has no authentication; put the devices on a trusted network and pass --insecure"
+                    "refusing to take sensor data on {a} (not loopback) from anyone: the line protocol has no authentication; name the devices' networks with --sensor-allow 10.0.0.0/24,… (or pass --insecure to admit every address)"
                 ));
             }
         }
         if let Some(a) = self.http_addr {
-            // The HTTP port carries the viewer page and its WebSocket (v1 rules: the token).
+            // The HTTP port carries the viewer page and its WebSocket (v1 rules: the token),
+            // and the metrics (the token or the metrics token).
             if !a.ip().is_loopback() && self.token.is_none() && !self.insecure {
                 return Err(format!(
                     "refusing to serve the browser viewer on {a} (not loopback) without --token; pass --token SECRET, or --insecure if you really mean it"

@@ -13,7 +13,7 @@ use framewire_proto::v1::{goodbye, Packet, Role};
 use framewire_sensors::Sensors;
 use framewire_session::{check_hello, token_matches, Handshake, Hello, HelloRules, Refusal};
 use framewire_telemetry::clock::now_us;
-use framewire_telemetry::{counter_set, Counter, CounterRegistry, Family};
+use framewire_telemetry::{counter_set, CounterRegistry, Family};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{debug, warn};
 
@@ -27,7 +27,6 @@ counter_set! {
     pub struct DoorCounters {
         /// Connections by protocol (`framewire`, `daylight`).
         connections: Family,
-        accept_errors: Counter,
         /// Hellos refused, by reason (`token`, `version`, `timeout`, …).
         handshake_rejected: Family,
     }

@@ -20,10 +20,9 @@
 pub mod config;
 mod conn;
 mod door;
-mod listen;
 mod server;
 
-pub use config::ServerConfig;
+pub use config::{ConnLimits, ServerConfig};
 pub use door::DoorCounters;
 pub use framewire_mirror::input::InputConfig;
 pub use framewire_mirror::{

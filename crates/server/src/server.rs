@@ -10,11 +10,11 @@ use framewire_mirror::{DisplayHandle, Mirror, Protocol, SourceSpec, ViewerComman
 use framewire_sensors::{Sensors, Streams};
 use framewire_telemetry::{CounterRegistry, LatencyReport, StageHistograms};
 use tokio::net::TcpListener;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
-use crate::config::ServerConfig;
+use crate::config::{ConnLimits, ServerConfig};
 use crate::door::Door;
-use crate::listen::{accept, listen};
+use framewire_net::{listen, Gate, NetCounters};
 
 pub struct Server;
 
@@ -29,6 +29,8 @@ pub struct ServerHandle {
     sensors: Option<Sensors>,
     registry: CounterRegistry,
     shutdown: tokio::sync::watch::Sender<bool>,
+    /// Each listener's connection limit, in `ConnLimits::NAMES` order.
+    gates: Vec<Arc<Gate>>,
     /// The capture loop and the shared-memory export.
     threads: Vec<std::thread::JoinHandle<()>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -58,7 +60,8 @@ impl Server {
         let mirror = Mirror::new(cfg.mirror(), registry.clone(), stages.clone())?;
         let sensors = cfg
             .sensor_addr
-            .map(|_| Sensors::start(&registry, stages.clone()));
+            .map(|_| Sensors::start(&registry, stages.clone(), cfg.hub));
+        let gates = gates(&cfg, &registry);
         let door = Arc::new(Door::new(
             mirror.clone(),
             sensors.clone(),
@@ -76,6 +79,7 @@ impl Server {
             sensors: sensors.clone(),
             registry: registry.clone(),
             shutdown: tokio::sync::watch::channel(false).0,
+            gates,
             threads: Vec::new(),
             tasks: Vec::new(),
         };
@@ -85,9 +89,15 @@ impl Server {
         if let Some(addr) = cfg.http_addr {
             let l = bind(addr, "HTTP port", "pick another with --http-port")?;
             h.http_addr = Some(l.local_addr()?);
-            let ctx = framewire_http::HttpCtx::new(mirror.clone(), sensors, door, &registry);
+            let access = framewire_http::Access {
+                viewer_token: cfg.token.clone(),
+                metrics_token: cfg.metrics_token.clone().or_else(|| cfg.token.clone()),
+            };
+            let ctx =
+                framewire_http::HttpCtx::new(mirror.clone(), sensors, door, &registry, access);
+            let gate = h.gate("http");
             h.tasks
-                .push(tokio::spawn(framewire_http::serve(l, Arc::new(ctx))));
+                .push(tokio::spawn(framewire_http::serve(l, gate, Arc::new(ctx))));
         }
         h.start_input(&cfg)?;
         if let Some(name) = &cfg.shm_export {
@@ -101,7 +111,51 @@ impl Server {
     }
 }
 
+/// Each listener's connection limit: as configured when the descriptor budget has room for
+/// them all, else each scaled down to its share.
+fn gates(cfg: &ServerConfig, registry: &CounterRegistry) -> Vec<Arc<Gate>> {
+    let counters = Arc::new(NetCounters::default());
+    registry.register(counters.clone());
+    let nofile = framewire_net::raise_nofile_limit().unwrap_or(1024);
+    let (limits, budget) = framewire_net::share_descriptors(&cfg.max_connections.as_array(), nofile);
+    let limits = ConnLimits::from_array(limits.try_into().expect("one per listener"));
+    if budget.scaled {
+        warn!(
+            nofile,
+            wanted = %cfg.max_connections,
+            got = %limits,
+            "the open-file limit cannot hold every listener's connections: limits scaled down (raise `ulimit -n`)"
+        );
+    }
+    ConnLimits::NAMES
+        .iter()
+        .zip(limits.as_array())
+        .map(|(&name, max)| {
+            let allow = (name == "sensor")
+                .then(|| cfg.sensor_allow.clone().map(|a| a.with_loopback()))
+                .flatten();
+            Gate::new(name, max, allow, counters.clone())
+        })
+        .collect()
+}
+
 impl ServerHandle {
+    fn gate(&self, name: &str) -> Arc<Gate> {
+        self.gates
+            .iter()
+            .find(|g| g.name == name)
+            .expect("a gate per listener")
+            .clone()
+    }
+
+    /// Each listener's name, connection limit and open connections.
+    pub fn connection_limits(&self) -> Vec<(&'static str, usize, usize)> {
+        self.gates
+            .iter()
+            .map(|g| (g.name, g.max(), g.open()))
+            .collect()
+    }
+
     /// The framewire v1 and Daylight listeners.
     fn start_screen_listeners(
         &mut self,
@@ -120,8 +174,12 @@ impl ServerHandle {
                 Protocol::V1 => self.v1_addr = local,
                 Protocol::Daylight => self.daylight_addr = local,
             }
+            let gate = self.gate(match proto {
+                Protocol::V1 => "v1",
+                Protocol::Daylight => "daylight",
+            });
             self.tasks
-                .push(tokio::spawn(accept_loop(l, proto, door.clone())));
+                .push(tokio::spawn(accept_loop(l, gate, proto, door.clone())));
         }
         Ok(())
     }
@@ -159,8 +217,9 @@ impl ServerHandle {
             .sensor_start
             .as_ref()
             .map(|c| format!("{c}\n").into_bytes().into());
+        let gate = self.gate("sensor");
         self.tasks
-            .push(tokio::spawn(s.clone().serve_devices(l, start)));
+            .push(tokio::spawn(s.clone().serve_devices(l, gate, start)));
         Ok(())
     }
 
@@ -176,8 +235,9 @@ impl ServerHandle {
                 "pick another with --touch-port",
             )?;
             self.touch_addr = Some(l.local_addr()?);
+            let gate = self.gate("touch");
             self.tasks
-                .push(tokio::spawn(self.mirror.clone().serve_touch(l)));
+                .push(tokio::spawn(self.mirror.clone().serve_touch(l, gate)));
         }
         Ok(())
     }
@@ -262,11 +322,12 @@ impl ServerHandle {
     }
 }
 
-async fn accept_loop(l: TcpListener, proto: Protocol, door: Arc<Door>) {
+async fn accept_loop(l: TcpListener, gate: Arc<Gate>, proto: Protocol, door: Arc<Door>) {
     loop {
-        let (sock, peer) = accept(&l, &door.counters.accept_errors).await;
+        let framewire_net::Admitted { sock, peer, permit } = gate.accept(&l).await;
         let door = door.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             door.counters.connections.inc(proto.name());
             let r = match proto {
                 Protocol::V1 => door.serve_v1(sock, peer).await,

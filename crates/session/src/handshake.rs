@@ -101,6 +101,10 @@ pub struct Hello {
 /// either the Hello (with whatever the peer sent after it still in the decoder) or the refusal
 /// to send. It has a deadline: a connection that has sent no Hello by then is refused. No I/O
 /// and no clock of its own; the runtime passes bytes and the time.
+/// The bytes a connection's buffer starts with before its Hello. A Hello is at most a header and
+/// `MAX_CONTROL_BODY` bytes, so nothing before it can hold more than that plus one read.
+pub const PRE_HELLO_BUFFER: usize = 512;
+
 pub struct Handshake {
     dec: v1::Decoder,
     deadline_us: u64,
@@ -111,7 +115,8 @@ impl Handshake {
     /// A connection accepted at `now_us` that must send its Hello within `timeout_us`.
     pub fn new(now_us: u64, timeout_us: u64) -> Self {
         Handshake {
-            dec: v1::Decoder::new(v1::MAX_CONTROL_BODY),
+            // Small until a Hello is known: a connection holds little before it is admitted.
+            dec: v1::Decoder::with_capacity(v1::MAX_CONTROL_BODY, PRE_HELLO_BUFFER),
             deadline_us: now_us + timeout_us,
             timeout_us,
         }
@@ -120,6 +125,12 @@ impl Handshake {
     /// Bytes from the peer.
     pub fn handle_bytes(&mut self, bytes: &[u8]) {
         self.dec.feed(bytes);
+    }
+
+    /// Bytes the handshake holds (received, not yet decoded) and its buffer's capacity.
+    pub fn held(&mut self) -> (usize, usize) {
+        let pending = self.dec.pending();
+        (pending, self.dec.buffer_mut().capacity())
     }
 
     /// The peer closed its side before a Hello.

@@ -27,7 +27,9 @@ pub mod wire_daylight;
 pub mod wire_v1;
 
 pub use frame::{FrameMeta, Payload, SourceFrame};
-pub use handshake::{check_hello, token_matches, Handshake, Hello, HelloRules, Refusal};
+pub use handshake::{
+    check_hello, token_matches, Handshake, Hello, HelloRules, Refusal, PRE_HELLO_BUFFER,
+};
 pub use host::{Event, HostConfig, HostCount, HostSession, Transmit, ViewerReader};
 pub use negotiate::{negotiate, Negotiated};
 pub use protocol::Protocol;

@@ -104,3 +104,28 @@ fn the_rules_refuse_a_wrong_token_and_a_subscriber_without_streams() {
     let r = check_hello(got.version, got.role, &got.token, &got.stream, open).unwrap_err();
     assert_eq!((r.counter, r.code), ("stream", goodbye::NO_SUCH_STREAM));
 }
+
+/// Before its Hello a connection holds little: the buffer starts small, and a Hello that says
+/// it is longer than a control packet may be is refused from its header, before its body.
+#[test]
+fn before_a_hello_a_connection_holds_at_most_one_control_packet() {
+    let mut hs = Handshake::new(0, 5_000_000);
+    assert!(hs.held().1 <= framewire_session::PRE_HELLO_BUFFER);
+    // A header announcing 4096 bytes (the most a Hello may have), then 3000 of them.
+    let mut head = vec![b'F', b'W', 0x01];
+    head.extend_from_slice(&4096u32.to_le_bytes());
+    hs.handle_bytes(&head);
+    hs.handle_bytes(&[0u8; 3000]);
+    assert!(hs.poll(1).is_none(), "still waiting for the rest");
+    let (pending, cap) = hs.held();
+    assert_eq!(pending, 7 + 3000);
+    assert!(cap <= 7 + 4096 + 4096, "buffer grew to {cap}");
+    // One byte more than a control packet may hold: refused at the header.
+    let mut hs = Handshake::new(0, 5_000_000);
+    let mut head = vec![b'F', b'W', 0x01];
+    head.extend_from_slice(&4097u32.to_le_bytes());
+    hs.handle_bytes(&head);
+    let r = hs.poll(1).expect("refused at once").unwrap_err();
+    assert_eq!(r.code, framewire_proto::v1::goodbye::PROTOCOL_ERROR);
+    assert!(hs.held().1 <= framewire_session::PRE_HELLO_BUFFER);
+}

@@ -49,7 +49,13 @@ const summary = el<HTMLElement>("summary");
 async function poll(): Promise<void> {
   let s: Stats;
   try {
-    const r = await fetch("/api/stats", { cache: "no-store" });
+    // A server with a token needs it for its figures too.
+    const headers: Record<string, string> = token ? { Authorization: `Bearer ${token}` } : {};
+    const r = await fetch("/api/stats", { cache: "no-store", headers });
+    if (r.status === 401) {
+      summary.textContent = "this server needs its token: open /dashboard?token=TOKEN";
+      return;
+    }
     s = (await r.json()) as Stats;
   } catch {
     summary.textContent = "server not reachable; retrying";

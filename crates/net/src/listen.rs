@@ -10,7 +10,7 @@ use tracing::warn;
 /// Pending connections a listener holds before the kernel drops them. Tokio's default is 1024;
 /// 1000 sensors reconnecting together (after a power cut, or a load test) overflowed it, and
 /// the connections completed by SYN cookies were then reset.
-const LISTEN_BACKLOG: u32 = 4096;
+pub const LISTEN_BACKLOG: u32 = 4096;
 
 /// Binds a TCP listener with [`LISTEN_BACKLOG`] (the kernel caps it at `net.core.somaxconn`).
 pub fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
