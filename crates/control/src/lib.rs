@@ -3,10 +3,12 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `socket.rs` | default paths, binding, one command per connection, the client's `request` |
+//! | `runtime_dir.rs` | the private 0700 directory the socket and status file live in by default |
+//! | `socket.rs` | default paths, binding (never over anything but a stale socket of ours), one command per connection, the client's `request` (only to our own or root's socket) |
 //! | `verbs.rs` | each verb: parse the argument, change or read the mirror, word the reply |
-//! | `status_file.rs` | the Daylight status keys, rewritten atomically every 2 s |
+//! | `status_file.rs` | the Daylight status keys, rewritten atomically every 2 s, `stopped` at the end |
 
+mod runtime_dir;
 mod socket;
 mod status_file;
 mod verbs;
@@ -17,8 +19,11 @@ use framewire_mirror::Mirror;
 use framewire_sensors::Sensors;
 use framewire_telemetry::{counter_set, Counter, CounterRegistry};
 
-pub use socket::{bind, default_socket_path, default_status_path, request, serve, MAX_LINE};
-pub use status_file::run as run_status_file;
+pub use runtime_dir::{ensure_private_dir, runtime_dir, runtime_dir_for, user_label};
+pub use socket::{
+    bind, default_socket_path, default_status_path, request, serve, SocketFile, MAX_LINE,
+};
+pub use status_file::{run as run_status_file, write_atomically};
 pub use verbs::execute;
 
 counter_set! {

@@ -151,10 +151,13 @@ pub struct ServeArgs {
     /// (0 = never). framewire viewers verify every frame and ask when they need one.
     #[arg(long, default_value_t = 60)]
     pub keyframe_interval: u32,
-    /// Control socket path [default: $XDG_RUNTIME_DIR/framewire.sock or /tmp/framewire-UID.sock].
+    /// Control socket path [default: control.sock in $XDG_RUNTIME_DIR/framewire/, else in
+    /// /tmp/framewire-UID/; that directory is made 0700 and must be yours]. The socket is mode
+    /// 0600; a stale socket of yours there is replaced, anything else is refused, never deleted.
     #[arg(long)]
     pub control_socket: Option<PathBuf>,
-    /// Status file path [default: beside the control socket].
+    /// Status file path [default: `status`, beside the default control socket]. Says
+    /// `status=stopped` after a clean stop.
     #[arg(long)]
     pub status_file: Option<PathBuf>,
     /// Append `protocol viewer seq checksum` for every frame sent to this file.
@@ -270,6 +273,8 @@ pub struct LatencyArgs {
     pub watch: bool,
     #[arg(long)]
     pub json: bool,
+    /// The server's control socket [default: control.sock in $XDG_RUNTIME_DIR/framewire/, else
+    /// in /tmp/framewire-UID/]; only one of yours or root's is used.
     #[arg(long)]
     pub control_socket: Option<PathBuf>,
 }
@@ -279,6 +284,8 @@ pub struct CtlArgs {
     /// The verb and its arguments, e.g. `brightness 200` or `device all REQUEST1`.
     #[arg(required = true, num_args = 1..=3)]
     pub words: Vec<String>,
+    /// The server's control socket [default: control.sock in $XDG_RUNTIME_DIR/framewire/, else
+    /// in /tmp/framewire-UID/]; only one of yours or root's is used.
     #[arg(long)]
     pub control_socket: Option<PathBuf>,
 }

@@ -14,7 +14,7 @@ use crate::inspect::render_report;
 
 pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
     let (src, res) = crate::serve::source(&a.source)?;
-    let ctl = std::env::temp_dir().join(format!("framewire-demo-{}.sock", std::process::id()));
+    let ctl = framewire_control::runtime_dir()?.join(format!("demo-{}.sock", std::process::id()));
     let mut cfg = ServerConfig {
         source: src,
         resolution: res,
@@ -96,7 +96,6 @@ pub async fn run(a: DemoArgs) -> anyhow::Result<()> {
         t.abort();
     }
     server.shutdown().await;
-    let _ = std::fs::remove_file(&ctl);
     if failures > 0 {
         anyhow::bail!("{failures} frames failed checksum verification");
     }

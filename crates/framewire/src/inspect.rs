@@ -72,7 +72,10 @@ pub async fn fetch_report(path: &std::path::Path) -> anyhow::Result<LatencyRepor
 }
 
 pub async fn latency(a: LatencyArgs) -> anyhow::Result<()> {
-    let path = a.control_socket.unwrap_or_else(default_socket_path);
+    let path = match a.control_socket {
+        Some(p) => p,
+        None => default_socket_path()?,
+    };
     loop {
         let r = fetch_report(&path).await?;
         if a.json {
@@ -91,7 +94,10 @@ pub async fn latency(a: LatencyArgs) -> anyhow::Result<()> {
 }
 
 pub async fn ctl(a: CtlArgs) -> anyhow::Result<()> {
-    let path = a.control_socket.unwrap_or_else(default_socket_path);
+    let path = match a.control_socket {
+        Some(p) => p,
+        None => default_socket_path()?,
+    };
     let reply = request(&path, &a.words.join(" ")).await?;
     print!("{reply}");
     if reply.starts_with("ERR") {

@@ -110,8 +110,14 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         insecure: a.insecure,
         codec: a.codec.codec(),
         keyframe_interval: a.keyframe_interval,
-        control_socket: Some(a.control_socket.clone().unwrap_or_else(default_socket_path)),
-        status_file: Some(a.status_file.clone().unwrap_or_else(default_status_path)),
+        control_socket: Some(match &a.control_socket {
+            Some(p) => p.clone(),
+            None => default_socket_path()?,
+        }),
+        status_file: Some(match &a.status_file {
+            Some(p) => p.clone(),
+            None => default_status_path()?,
+        }),
         trace_frames: a.trace_frames.clone(),
         shm_export: a.shm_export.clone(),
         touch_addr: (!a.no_touch && matches!(src, SourceSpec::X11 { .. }))
@@ -272,9 +278,8 @@ pub async fn run(a: ServeArgs, mirror: bool) -> anyhow::Result<()> {
     server.wait_shutdown_signal().await;
     drop(adb);
     println!("stopping");
+    // Removes the control socket (if it is still the one it bound) and marks the status file
+    // `stopped`.
     server.shutdown().await;
-    if let Some(p) = &cfg.control_socket {
-        let _ = std::fs::remove_file(p);
-    }
     Ok(())
 }

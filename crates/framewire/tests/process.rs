@@ -143,3 +143,124 @@ async fn garbage_on_the_touch_port_is_counted_not_logged_line_by_line() {
         &text[..text.len().min(2000)]
     );
 }
+
+/// A fresh, empty directory for one test, standing in for `$XDG_RUNTIME_DIR`.
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "fw-process-{}-{}-{tag}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn mode(p: &std::path::Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
+}
+
+/// `framewire serve` on the default paths, started by a shell with umask 000: everything it
+/// makes there is its user's alone, and a clean stop leaves `status=stopped`.
+#[test]
+fn default_control_files_are_private_even_with_umask_000() {
+    let xdg = temp_dir("umask");
+    let exe = env!("CARGO_BIN_EXE_framewire");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("umask 000; exec \"$0\" serve --scene idle --resolution 64x48 --port 0 --daylight-port 0 --no-http --no-touch --no-sensors")
+        .arg(exe)
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting framewire serve");
+    let dir = xdg.join("framewire");
+    let (sock, status) = (dir.join("control.sock"), dir.join("status"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(sock.exists() && status.exists()) {
+        assert!(
+            Instant::now() < deadline,
+            "no control socket and status file"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the server stopped");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let modes = (mode(&dir), mode(&sock), mode(&status));
+    // The client finds it in the same place.
+    let ctl = Command::new(exe)
+        .args(["ctl", "status"])
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .output()
+        .unwrap();
+    // SAFETY: signalling the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let exit = child.wait().unwrap();
+    let text = std::fs::read_to_string(&status).unwrap_or_default();
+    let sock_left = sock.exists();
+    let _ = std::fs::remove_dir_all(&xdg);
+    assert_eq!(
+        modes,
+        (0o700, 0o600, 0o600),
+        "directory, socket, status file"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&ctl.stdout),
+        "OK running\n",
+        "{}",
+        String::from_utf8_lossy(&ctl.stderr)
+    );
+    assert!(exit.success(), "{exit}");
+    assert!(text.starts_with("status=stopped\n"), "{text}");
+    assert!(!sock_left, "the control socket outlived the server");
+}
+
+/// A runtime directory someone else prepared (a symlink to theirs) is refused by the server and
+/// by the client, with the reason.
+#[test]
+fn a_runtime_directory_that_is_a_symlink_is_refused() {
+    let xdg = temp_dir("symlink");
+    let theirs = xdg.join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::symlink(&theirs, xdg.join("framewire")).unwrap();
+    let exe = env!("CARGO_BIN_EXE_framewire");
+    let mut serve = Command::new(exe)
+        .args(["serve", "--scene", "idle", "--resolution", "64x48"])
+        .args([
+            "--port",
+            "0",
+            "--daylight-port",
+            "0",
+            "--no-http",
+            "--no-touch",
+        ])
+        .arg("--no-sensors")
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It must stop by itself; if it serves instead, stop it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while serve.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = serve.kill();
+    let serve = serve.wait_with_output().unwrap();
+    let ctl = Command::new(exe)
+        .args(["ctl", "status"])
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .output()
+        .unwrap();
+    let left: Vec<_> = std::fs::read_dir(&theirs).unwrap().collect();
+    let _ = std::fs::remove_dir_all(&xdg);
+    let err = String::from_utf8_lossy(&serve.stderr);
+    assert!(!serve.status.success(), "the server ran: {err}");
+    assert!(err.contains("is a symbolic link"), "{err}");
+    assert!(left.is_empty(), "the server wrote into the other directory");
+    let err = String::from_utf8_lossy(&ctl.stderr);
+    assert!(!ctl.status.success());
+    assert!(err.contains("is a symbolic link"), "{err}");
+}

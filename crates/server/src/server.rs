@@ -34,6 +34,10 @@ pub struct ServerHandle {
     /// The capture loop and the shared-memory export.
     threads: Vec<std::thread::JoinHandle<()>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The status file's writer: it writes `stopped` once more at shutdown, and is awaited.
+    status_task: Option<tokio::task::JoinHandle<()>>,
+    /// The control socket's file, removed at shutdown if it is still ours.
+    control_socket: Option<framewire_control::SocketFile>,
 }
 
 /// Binds `addr`, saying which listener failed and what to do about it.
@@ -82,6 +86,8 @@ impl Server {
             gates,
             threads: Vec::new(),
             tasks: Vec::new(),
+            status_task: None,
+            control_socket: None,
         };
         h.start_screen_listeners(&cfg, &door)?;
         h.start_control(&cfg)?;
@@ -195,13 +201,15 @@ impl ServerHandle {
             &self.registry,
         ));
         if let Some(path) = &cfg.control_socket {
-            let l = framewire_control::bind(path)?;
+            let (l, file) = framewire_control::bind(path)?;
+            self.control_socket = Some(file);
             let serve = framewire_control::serve(l, target.clone(), path.clone());
             self.tasks.push(tokio::spawn(serve));
         }
         if let Some(path) = &cfg.status_file {
-            let run = framewire_control::run_status_file(path.clone(), target);
-            self.tasks.push(tokio::spawn(run));
+            let stop = self.shutdown.subscribe();
+            let run = framewire_control::run_status_file(path.clone(), target, stop);
+            self.status_task = Some(tokio::spawn(run));
         }
         Ok(())
     }
@@ -315,6 +323,18 @@ impl ServerHandle {
         }
         for t in self.tasks.drain(..) {
             t.abort();
+        }
+        if let Some(f) = self.control_socket.take() {
+            f.remove();
+        }
+        if let Some(t) = self.status_task.take() {
+            // It writes `status=stopped` and returns; a stuck disk does not hold up the stop.
+            if tokio::time::timeout(std::time::Duration::from_secs(5), t)
+                .await
+                .is_err()
+            {
+                debug!("the status file's last write did not finish in 5 s");
+            }
         }
         for t in self.threads.drain(..) {
             let _ = tokio::task::spawn_blocking(move || t.join()).await;

@@ -603,6 +603,53 @@ async fn control_socket_commands_reach_viewers_and_latency_is_measured() {
     let _ = std::fs::remove_file(&status);
 }
 
+/// Files someone else placed beside the control socket and the status file are never written
+/// through or deleted; the socket is 0600, goes away at shutdown, and the status file then says
+/// `stopped`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_files_are_private_and_the_status_file_says_stopped_after_a_clean_stop() {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let dir = temp_path("control-files");
+    std::fs::create_dir(&dir).unwrap();
+    let (sock, status, victim) = (dir.join("ctl.sock"), dir.join("status"), dir.join("victim"));
+    std::fs::write(&victim, b"root only\n").unwrap();
+    // Where the status file used to be written before its rename.
+    std::os::unix::fs::symlink(&victim, dir.join("status.tmp")).unwrap();
+    // An ordinary file at the socket's path: refused, and still there.
+    std::fs::write(&sock, b"precious").unwrap();
+    let mut cfg = config(Scene::Idle, 64, 48);
+    cfg.daylight_addr = None;
+    cfg.control_socket = Some(sock.clone());
+    cfg.status_file = Some(status.clone());
+    let e = match Server::start(cfg.clone()).await {
+        Err(e) => format!("{e:#}"),
+        Ok(_) => panic!("the server bound its socket over a regular file"),
+    };
+    assert!(e.contains("not a socket"), "{e}");
+    assert_eq!(std::fs::read(&sock).unwrap(), b"precious");
+    std::fs::remove_file(&sock).unwrap();
+
+    let server = Server::start(cfg).await.unwrap();
+    let m = std::fs::symlink_metadata(&sock).unwrap();
+    assert!(m.file_type().is_socket());
+    assert_eq!(m.mode() & 0o7777, 0o600, "socket mode {:o}", m.mode());
+    wait_for("the status file", 5.0, || {
+        std::fs::read_to_string(&status)
+            .map(|s| s.contains("status=running"))
+            .unwrap_or(false)
+    })
+    .await;
+    assert_eq!(std::fs::metadata(&status).unwrap().mode() & 0o7777, 0o600);
+    assert_eq!(std::fs::read(&victim).unwrap(), b"root only\n");
+    server.shutdown().await;
+    let text = std::fs::read_to_string(&status).unwrap();
+    assert!(text.starts_with("status=stopped\n"), "{text}");
+    assert!(text.contains("\npid="), "{text}");
+    assert!(!sock.exists(), "the control socket outlived the server");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"root only\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Each viewer gets only the codec it declared: a zstd host sends zstd to a viewer that takes
 /// it, LZ4 to one that declared only LZ4 (the browser page), raw bytes to one with neither; and
 /// each verifies every picture.

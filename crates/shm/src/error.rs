@@ -11,6 +11,12 @@ pub enum ShmError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "refusing the shared-memory file {}: {reason} (segments are files of their owner, \
+         mode 0600; remove it, or pick another name)",
+        path.display()
+    )]
+    Unsafe { path: PathBuf, reason: String },
     #[error("no shared-memory segment {0} (is its publisher running?)")]
     NotFound(String),
     #[error("{name} is not a compatible framewire segment ({why}){}", in_use(*pid))]

@@ -8,6 +8,9 @@
 //!   topic hash: checked on attach, so unrelated processes cannot attach by accident), tables
 //!   of receivers, senders and members (one cache line each), a ring of variable-length records
 //!   (64-byte units) and a pool of large blocks ([`layout`]).
+//! - `/dev/shm` is shared, so a segment is opened without following a symlink and used only if
+//!   it is a regular file of the opener's (or, to attach, root's) that no other user can write
+//!   (nor, to create, read): [`ShmError::Unsafe`] otherwise.
 //! - Small messages are written inline in the ring; large ones into a pool block, with a ring
 //!   record pointing at it. A receiver reads either in place ([`Msg`] derefs to the bytes) and
 //!   releases it when the `Msg` is dropped.

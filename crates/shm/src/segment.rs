@@ -1,6 +1,11 @@
 //! Named segments: files in `/dev/shm` (or `$FRAMEWIRE_SHM_DIR`), mode 0600, created,
 //! validated, attached, cleaned when stale and removed by the last member to leave.
 //!
+//! The directory is shared, so a name in it may have been placed by another user: a segment is
+//! opened without following a symlink and without truncating, and checked on the open file. A
+//! creator uses only a regular file of its own that nobody else can read or write; an attacher
+//! also accepts root's, but never a file that its group or other users can write.
+//!
 //! Opening and closing take an exclusive `flock` on the file, so a segment is never
 //! initialised twice, never removed while someone is attaching, and an opener that raced with
 //! the removal (the file it opened has no name any more) simply opens again.
@@ -131,6 +136,36 @@ pub fn path_for(name: &str) -> Result<PathBuf, ShmError> {
         return Err(ShmError::BadName(name.to_string()));
     }
     Ok(dir().join(format!("framewire-{name}")))
+}
+
+/// Whether an opened segment file is safe to use. A creator uses only a regular file of its
+/// own that nobody else can read or write (it makes them mode 0600); an attacher also accepts
+/// one of root's, but never one that others can write.
+fn check_owner(meta: &std::fs::Metadata, creator: bool) -> Result<(), String> {
+    if !meta.file_type().is_file() {
+        return Err("it is not a regular file".into());
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let (uid, mode) = (meta.uid(), meta.mode() & 0o7777);
+    let owner_ok = uid == me || (!creator && uid == 0);
+    if !owner_ok {
+        return Err(format!(
+            "it belongs to uid {uid}, not to this user (uid {me}){}",
+            if creator { "" } else { " or root" }
+        ));
+    }
+    let bad = mode & if creator { 0o077 } else { 0o022 };
+    if bad != 0 {
+        let who = if bad & 0o007 != 0 {
+            "other users"
+        } else {
+            "its group"
+        };
+        let what = if bad & 0o022 != 0 { "write" } else { "read" };
+        return Err(format!("its mode is {mode:04o}: {who} can {what} it"));
+    }
+    Ok(())
 }
 
 struct Lock<'a>(&'a File);
@@ -279,23 +314,31 @@ impl Segment {
     pub fn open(name: &str, spec: Option<&Spec>, topic: u64) -> Result<Segment, ShmError> {
         let path = path_for(name)?;
         loop {
-            let file = match spec {
-                Some(_) => OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .mode(0o600)
-                    .open(&path),
-                None => OpenOptions::new().read(true).write(true).open(&path),
-            };
-            let file = match file {
+            // Never through a symlink, and never truncated on open: a name in a shared
+            // directory may have been placed there by someone else.
+            let mut o = OpenOptions::new();
+            o.read(true).write(true).custom_flags(libc::O_NOFOLLOW);
+            if spec.is_some() {
+                o.create(true).truncate(false).mode(0o600);
+            }
+            let file = match o.open(&path) {
                 Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && spec.is_none() => {
                     return Err(ShmError::NotFound(name.to_string()))
                 }
+                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                    return Err(ShmError::Unsafe {
+                        path,
+                        reason: "it is a symbolic link".into(),
+                    })
+                }
                 Err(e) => return Err(io(&path, e)),
             };
+            // Checked on the open file (no race with a rename), before taking its lock.
+            let meta = file.metadata().map_err(|e| io(&path, e))?;
+            if let Err(reason) = check_owner(&meta, spec.is_some()) {
+                return Err(ShmError::Unsafe { path, reason });
+            }
             let lock = Lock::new(&file, &path)?;
             let meta = file.metadata().map_err(|e| io(&path, e))?;
             if meta.nlink() == 0 {
