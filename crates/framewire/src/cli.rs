@@ -95,7 +95,11 @@ pub struct ServeArgs {
     /// Connections each listener holds at most; beyond it a connection is closed at once and
     /// counted. Change some: `--max-connections sensor=20000,daylight=2`. The limits together
     /// are kept within the open-file limit (less 256).
-    #[arg(long, value_name = "LISTENER=N,…", default_value = "v1=256,daylight=8,http=256,sensor=10000,touch=4")]
+    #[arg(
+        long,
+        value_name = "LISTENER=N,…",
+        default_value = "v1=256,daylight=8,http=256,sensor=10000,touch=4"
+    )]
     pub max_connections: String,
     /// Bytes one subscriber's queue may hold (MiB); beyond it, it is told how many samples it
     /// missed.

@@ -45,24 +45,27 @@ impl Access {
     }
 }
 
-/// Answers 401 (counted and logged) unless the request carries the metrics token.
-pub(crate) fn check(
+/// The 401 answer (counted and logged) for a request without the metrics token; `None` when
+/// it has it.
+pub(crate) fn refusal(
     ctx: &HttpCtx,
     what: &'static str,
     headers: &HeaderMap,
     query: &TokenQuery,
-) -> Result<(), Response> {
+) -> Option<Response> {
     if ctx.access.allows(headers, query.token.as_deref()) {
-        return Ok(());
+        return None;
     }
     ctx.counters.http_unauthorized.inc(what);
     warn!(what, "request without the token refused");
-    Err((
-        StatusCode::UNAUTHORIZED,
-        [(WWW_AUTHENTICATE, "Bearer")],
-        "this server needs its token: Authorization: Bearer TOKEN, or ?token=TOKEN\n",
+    Some(
+        (
+            StatusCode::UNAUTHORIZED,
+            [(WWW_AUTHENTICATE, "Bearer")],
+            "this server needs its token: Authorization: Bearer TOKEN, or ?token=TOKEN\n",
+        )
+            .into_response(),
     )
-        .into_response())
 }
 
 /// `/dashboard`, for those with the token.
@@ -71,7 +74,7 @@ pub(crate) async fn guard_page(
     headers: HeaderMap,
     Query(q): Query<TokenQuery>,
 ) -> Response {
-    if let Err(r) = check(&ctx, "dashboard", &headers, &q) {
+    if let Some(r) = refusal(&ctx, "dashboard", &headers, &q) {
         return r;
     }
     crate::pages::page("dashboard.html").await

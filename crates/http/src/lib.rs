@@ -39,14 +39,14 @@ use std::time::Duration;
 use axum::extract::ConnectInfo;
 use axum::routing::get;
 use axum::Router;
-use framewire_net::{Admitted, Gate};
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tower::ServiceExt;
 use framewire_mirror::Mirror;
+use framewire_net::{Admitted, Gate};
 use framewire_sensors::Sensors;
 use framewire_telemetry::{counter_set, CounterRegistry, Family};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
+use tower::ServiceExt;
 use tracing::{debug, info};
 
 pub use access::Access;
@@ -113,8 +113,8 @@ impl HttpCtx {
     }
 }
 
-/// How long a client may take to send a request's head. A half-sent request would otherwise
-/// hold its connection (and a descriptor) for ever.
+/// How long a client may take to send a request's head, by default. A half-sent request would
+/// otherwise hold its connection (and a descriptor) for ever.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most a request's head may hold (hyper's buffer; its floor is 8 KiB).
 const MAX_HEAD: usize = 16 * 1024;
@@ -123,7 +123,7 @@ const MAX_HEAD: usize = 16 * 1024;
 ///
 /// Connections are served by hyper directly rather than `axum::serve`, because that gives no
 /// way to time out a request's head.
-pub async fn serve(l: TcpListener, gate: Arc<Gate>, ctx: Arc<HttpCtx>) {
+pub async fn serve(l: TcpListener, gate: Arc<Gate>, header_timeout: Duration, ctx: Arc<HttpCtx>) {
     if let Ok(a) = l.local_addr() {
         info!(addr = %a, "http: viewer page /, /dashboard, /ws, /api/stats, /metrics");
     }
@@ -139,7 +139,7 @@ pub async fn serve(l: TcpListener, gate: Arc<Gate>, ctx: Arc<HttpCtx>) {
             });
             let mut b = hyper::server::conn::http1::Builder::new();
             b.timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
+                .header_read_timeout(header_timeout)
                 .max_buf_size(MAX_HEAD);
             let conn = b.serve_connection(TokioIo::new(sock), svc).with_upgrades();
             if let Err(e) = conn.await {

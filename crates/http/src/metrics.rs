@@ -15,7 +15,7 @@ use prometheus::{
     Encoder, GaugeVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
 };
 
-use crate::access::{check, TokenQuery};
+use crate::access::{refusal, TokenQuery};
 use crate::HttpCtx;
 
 /// Streams with a series of their own in `framewire_stream_items_total` (the busiest); the
@@ -29,11 +29,12 @@ pub(crate) async fn metrics(
     headers: HeaderMap,
     Query(q): Query<TokenQuery>,
 ) -> Response {
-    if let Err(r) = check(&c, "metrics", &headers, &q) {
+    if let Some(r) = refusal(&c, "metrics", &headers, &q) {
         return r;
     }
     let c2 = c.clone();
-    let render = move || render(&c2.mirror, &c2.registry, c2.sensors.as_ref()).map_err(|e| e.to_string());
+    let render =
+        move || render(&c2.mirror, &c2.registry, c2.sensors.as_ref()).map_err(|e| e.to_string());
     match c.metrics_cache.get(render).await {
         Ok((body, shared)) => {
             if shared {
@@ -165,7 +166,12 @@ fn sensor_hub(r: &Registry, sensors: &Sensors) -> Result<(), prometheus::Error> 
         items.with_label_values(&["_other"]).inc_by(other);
     }
     r.register(Box::new(items))?;
-    gauge(r, "framewire_streams", "Streams alive now (idle ones expire)", st.stream_count())?;
+    gauge(
+        r,
+        "framewire_streams",
+        "Streams alive now (idle ones expire)",
+        st.stream_count(),
+    )?;
     let (queued, budget) = st.queued_bytes();
     gauge(
         r,

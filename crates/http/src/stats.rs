@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use framewire_telemetry::clock::now_us;
 
-use crate::access::{check, TokenQuery};
+use crate::access::{refusal, TokenQuery};
 use crate::HttpCtx;
 
 /// The dashboard's snapshot: the latency report (ms), counters and the hub's state. Rates are
@@ -18,7 +18,7 @@ pub(crate) async fn stats(
     headers: HeaderMap,
     Query(q): Query<TokenQuery>,
 ) -> Response {
-    if let Err(r) = check(&ctx, "stats", &headers, &q) {
+    if let Some(r) = refusal(&ctx, "stats", &headers, &q) {
         return r;
     }
     let c = ctx.clone();

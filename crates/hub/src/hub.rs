@@ -78,6 +78,12 @@ pub struct Hub {
     latest_thermal: BTreeMap<String, Item>,
 }
 
+impl Default for Hub {
+    fn default() -> Self {
+        Hub::new()
+    }
+}
+
 impl Hub {
     pub fn new() -> Hub {
         Hub::with_limits(Limits::default())
@@ -399,7 +405,10 @@ mod tests {
         }
         assert_eq!(live_got, 300, "the subscriber that keeps up loses nothing");
         assert_eq!(h.counters().subscribers_cut_off, 1);
-        assert_eq!(h.subscriber(stalled).unwrap().cut_off(), Some(CUT_OFF_BUDGET));
+        assert_eq!(
+            h.subscriber(stalled).unwrap().cut_off(),
+            Some(CUT_OFF_BUDGET)
+        );
         // Cut when its 150 samples and the live one's 1 went over 150: it takes nothing after,
         // and all of it is accounted for.
         let got: Vec<Delivery> = std::iter::from_fn(|| h.pop(stalled)).collect();
@@ -522,7 +531,7 @@ mod tests {
             let subs: Vec<SubscriberId> = (0..3).map(|_| h.subscribe(Filter::All, 1000)).collect();
             let mut seen = [0u64; 3];
             let mut published = 0u64;
-            let mut take = |h: &mut Hub, k: usize, seen: &mut [u64; 3]| {
+            let take = |h: &mut Hub, k: usize, seen: &mut [u64; 3]| {
                 while let Some(d) = h.pop(subs[k]) {
                     seen[k] += match d {
                         Delivery::Item(_) => 1,

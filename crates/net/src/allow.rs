@@ -72,13 +72,18 @@ mod tests {
         assert!(a.permits(ip("192.168.1.7")));
         assert!(!a.permits(ip("192.168.1.8")));
         assert!(a.permits(ip("fd12::1")));
-        assert!(a.permits(ip("::ffff:10.1.2.3")), "IPv4-mapped peers match IPv4 networks");
+        assert!(
+            a.permits(ip("::ffff:10.1.2.3")),
+            "IPv4-mapped peers match IPv4 networks"
+        );
         assert!(!a.permits(ip("127.0.0.1")) && !a.permits(ip("::1")));
         assert_eq!(a.to_string(), "10.1.2.0/24,192.168.1.7/32,fd00::/8");
         let a = a.with_loopback();
         assert!(a.permits(ip("127.0.0.1")) && a.permits(ip("::1")));
         assert!(AllowList::parse("").is_err());
-        assert!(AllowList::parse("10.0.0.0/33").unwrap_err().contains("10.0.0.0/33"));
+        assert!(AllowList::parse("10.0.0.0/33")
+            .unwrap_err()
+            .contains("10.0.0.0/33"));
         assert!(AllowList::parse("room1").is_err());
     }
 }

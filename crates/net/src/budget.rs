@@ -47,7 +47,9 @@ pub fn raise_nofile_limit() -> std::io::Result<usize> {
 /// otherwise each is scaled down in proportion (at least 1), so every listener keeps a share
 /// and none can take the descriptors the others need.
 pub fn share_descriptors(wanted: &[usize], nofile: usize) -> (Vec<usize>, Budget) {
-    let for_connections = nofile.saturating_sub(RESERVED_DESCRIPTORS).max(wanted.len());
+    let for_connections = nofile
+        .saturating_sub(RESERVED_DESCRIPTORS)
+        .max(wanted.len());
     let total: usize = wanted.iter().sum();
     if total <= for_connections {
         let b = Budget {

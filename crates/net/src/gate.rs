@@ -111,7 +111,8 @@ impl Gate {
     /// a second).
     pub async fn accept(self: &Arc<Self>, l: &TcpListener) -> Admitted {
         loop {
-            let (sock, peer) = crate::listen::accept(l, &self.counters.listener_accept_errors).await;
+            let (sock, peer) =
+                crate::listen::accept(l, &self.counters.listener_accept_errors).await;
             if let Some(allow) = &self.allow {
                 if !allow.permits(peer.ip()) {
                     self.counters.connections_refused.inc(self.address_reason);
@@ -178,8 +179,12 @@ mod tests {
         let kept = tokio::spawn(async move {
             let first = g2.accept(&l).await;
             // Hold the first; the next admitted one only comes after it is dropped.
-            let second = tokio::time::timeout(std::time::Duration::from_millis(300), g2.accept(&l)).await;
-            assert!(second.is_err(), "a second connection got in while the first was open");
+            let second =
+                tokio::time::timeout(std::time::Duration::from_millis(300), g2.accept(&l)).await;
+            assert!(
+                second.is_err(),
+                "a second connection got in while the first was open"
+            );
             drop(first);
             g2.accept(&l).await.peer
         });

@@ -63,6 +63,10 @@ pub struct ServerConfig {
     pub metrics_token: Option<String>,
     /// Addresses the sensor listener admits when it is not on loopback (loopback always).
     pub sensor_allow: Option<framewire_net::AllowList>,
+    /// How long a v1 connection (TCP or WebSocket) may take to send its Hello.
+    pub handshake_timeout: std::time::Duration,
+    /// How long an HTTP client may take to send a request's head.
+    pub header_timeout: std::time::Duration,
 }
 
 /// The most connections each listener holds at once. Beyond it a connection is closed at
@@ -176,6 +180,8 @@ impl Default for ServerConfig {
             hub: framewire_hub::Limits::default(),
             metrics_token: None,
             sensor_allow: None,
+            handshake_timeout: std::time::Duration::from_secs(5),
+            header_timeout: framewire_http::HEADER_TIMEOUT,
         }
     }
 }
@@ -266,5 +272,72 @@ impl ServerConfig {
             return Err(format!("fps {} is out of range 1..=240", self.fps));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on(ip: [u8; 4], port: u16) -> Option<SocketAddr> {
+        Some(SocketAddr::from((ip, port)))
+    }
+
+    /// The README's remote recipe (`--bind 0.0.0.0 --token SECRET`): the authenticated
+    /// listeners leave loopback, the unauthenticated ones stay (they are not refused for it).
+    #[test]
+    fn authenticated_listeners_follow_bind_and_the_others_stay_on_loopback() {
+        let remote = ServerConfig {
+            v1_addr: on([0, 0, 0, 0], 7878),
+            http_addr: on([0, 0, 0, 0], 8890),
+            daylight_addr: on([127, 0, 0, 1], 8888),
+            sensor_addr: on([127, 0, 0, 1], 9001),
+            token: Some("a-long-secret".into()),
+            ..ServerConfig::default()
+        };
+        assert_eq!(remote.check_exposure(), Ok(()));
+        // The sensor port off loopback needs its allowlist (or --insecure).
+        let sensors_out = ServerConfig {
+            sensor_addr: on([0, 0, 0, 0], 9001),
+            ..remote.clone()
+        };
+        assert!(sensors_out
+            .check_exposure()
+            .unwrap_err()
+            .contains("--sensor-allow"));
+        let allowed = ServerConfig {
+            sensor_allow: Some(framewire_net::AllowList::parse("10.0.0.0/24").unwrap()),
+            ..sensors_out
+        };
+        assert_eq!(allowed.check_exposure(), Ok(()));
+        // The Daylight listener off loopback still needs --insecure.
+        let daylight_out = ServerConfig {
+            daylight_addr: on([0, 0, 0, 0], 8888),
+            ..remote.clone()
+        };
+        assert!(daylight_out.check_exposure().is_err());
+        let short = ServerConfig {
+            metrics_token: Some("short".into()),
+            ..remote
+        };
+        assert!(short
+            .check_exposure()
+            .unwrap_err()
+            .contains("--metrics-token"));
+    }
+
+    #[test]
+    fn connection_limits_are_changed_by_name() {
+        let l = ConnLimits::default()
+            .parse_over("sensor=20000, Daylight=2")
+            .unwrap();
+        assert_eq!((l.sensor, l.daylight, l.v1), (20_000, 2, 256));
+        assert_eq!(
+            l.to_string(),
+            "v1=256,daylight=2,http=256,sensor=20000,touch=4"
+        );
+        assert!(ConnLimits::default().parse_over("ftp=3").is_err());
+        assert!(ConnLimits::default().parse_over("v1=0").is_err());
+        assert!(ConnLimits::default().parse_over("v1").is_err());
     }
 }

@@ -19,9 +19,6 @@ use tracing::{debug, warn};
 
 use crate::conn::Conn;
 
-/// How long a connection may take to send its Hello.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
-
 counter_set! {
     /// What the listeners and the front door count.
     pub struct DoorCounters {
@@ -40,6 +37,8 @@ pub struct Door {
     /// Lets a viewer send input (and view).
     pub control_token: Option<String>,
     pub counters: Arc<DoorCounters>,
+    /// How long a connection may take to send its Hello.
+    pub hello_timeout: Duration,
 }
 
 impl Door {
@@ -48,6 +47,7 @@ impl Door {
         sensors: Option<Sensors>,
         token: Option<String>,
         control_token: Option<String>,
+        hello_timeout: Duration,
         registry: &CounterRegistry,
     ) -> Self {
         let counters = Arc::new(DoorCounters::default());
@@ -58,12 +58,13 @@ impl Door {
             token,
             control_token,
             counters,
+            hello_timeout,
         }
     }
 
     /// One v1 connection, from its first byte to its end.
     pub async fn serve_v1<S: Conn>(&self, mut sock: S, peer: SocketAddr) -> anyhow::Result<()> {
-        let mut hs = Handshake::new(now_us(), HELLO_TIMEOUT.as_micros() as u64);
+        let mut hs = Handshake::new(now_us(), self.hello_timeout.as_micros() as u64);
         let hello = match read_hello(&mut sock, &mut hs).await {
             Ok(h) => h,
             Err(r) => {

@@ -71,6 +71,7 @@ impl Server {
             sensors.clone(),
             cfg.token.clone(),
             cfg.control_token.clone(),
+            cfg.handshake_timeout,
             &registry,
         ));
         let mut h = ServerHandle {
@@ -102,8 +103,12 @@ impl Server {
             let ctx =
                 framewire_http::HttpCtx::new(mirror.clone(), sensors, door, &registry, access);
             let gate = h.gate("http");
-            h.tasks
-                .push(tokio::spawn(framewire_http::serve(l, gate, Arc::new(ctx))));
+            h.tasks.push(tokio::spawn(framewire_http::serve(
+                l,
+                gate,
+                cfg.header_timeout,
+                Arc::new(ctx),
+            )));
         }
         h.start_input(&cfg)?;
         if let Some(name) = &cfg.shm_export {
@@ -123,7 +128,8 @@ fn gates(cfg: &ServerConfig, registry: &CounterRegistry) -> Vec<Arc<Gate>> {
     let counters = Arc::new(NetCounters::default());
     registry.register(counters.clone());
     let nofile = framewire_net::raise_nofile_limit().unwrap_or(1024);
-    let (limits, budget) = framewire_net::share_descriptors(&cfg.max_connections.as_array(), nofile);
+    let (limits, budget) =
+        framewire_net::share_descriptors(&cfg.max_connections.as_array(), nofile);
     let limits = ConnLimits::from_array(limits.try_into().expect("one per listener"));
     if budget.scaled {
         warn!(
