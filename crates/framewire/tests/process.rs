@@ -4,6 +4,8 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 /// The soft and hard "Max open files" of a process, from `/proc/PID/limits`.
 fn open_file_limits(pid: u32) -> Option<(String, String)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
@@ -263,4 +265,68 @@ fn a_runtime_directory_that_is_a_symlink_is_refused() {
     let err = String::from_utf8_lossy(&ctl.stderr);
     assert!(!ctl.status.success());
     assert!(err.contains("is a symbolic link"), "{err}");
+}
+
+/// The listening sockets of a process as (address in /proc/net/tcp form, port): IPv4 only.
+fn listening(port: u16) -> Vec<String> {
+    let text = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (addr, p) = f.get(1)?.split_once(':')?;
+            // State 0A: listening.
+            (f.get(3) == Some(&"0A") && u16::from_str_radix(p, 16).ok() == Some(port))
+                .then(|| addr.to_string())
+        })
+        .collect()
+}
+
+/// The README's remote recipe, `--bind 0.0.0.0 --token SECRET`, starts (it was refused: the
+/// Daylight listener followed `--bind` and needed `--insecure`): the authenticated listeners
+/// leave loopback, the Daylight and sensor ports stay on it.
+#[test]
+fn the_remote_recipe_starts_and_keeps_unauthenticated_ports_on_loopback() {
+    let dir = temp_dir("remote");
+    let ([v1, daylight, sensor, http], ports) = common::listener_ports();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_framewire"))
+        .args(["serve", "--scene", "idle", "--resolution", "64x48"])
+        .args(["--bind", "0.0.0.0", "--token", "remote-secret"])
+        .args(&ports)
+        .arg("--no-touch")
+        .env("XDG_RUNTIME_DIR", &dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got = Vec::new();
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            use std::io::Read;
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            panic!("serve exited ({status}): {err}");
+        }
+        got = [v1, http, daylight, sensor].map(listening).to_vec();
+        if got.iter().all(|l| !l.is_empty()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    const ANY: &str = "00000000";
+    const LOOPBACK: &str = "0100007F";
+    assert_eq!(
+        got,
+        [vec![ANY], vec![ANY], vec![LOOPBACK], vec![LOOPBACK]],
+        "v1, HTTP, Daylight, sensor"
+    );
 }

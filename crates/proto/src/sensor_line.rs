@@ -74,6 +74,9 @@ pub enum LineError {
     BadEeprom(&'static str),
     /// A location or serial number longer than [`MAX_NAME`], or with control characters.
     BadName,
+    /// More readings than a v1 Sample carries ([`crate::v1::MAX_READINGS`]), or a key longer
+    /// than [`crate::v1::MAX_KEY`]: refused rather than cut on the way to subscribers.
+    TooManyReadings,
 }
 
 impl LineError {
@@ -89,6 +92,7 @@ impl LineError {
             LineError::BadThermal(_) => "bad_thermal",
             LineError::BadEeprom(_) => "bad_eeprom",
             LineError::BadName => "bad_name",
+            LineError::TooManyReadings => "too_many_readings",
         }
     }
 }
@@ -104,6 +108,12 @@ impl fmt::Display for LineError {
             LineError::BadReading => write!(f, "sensor reading is not key=number"),
             LineError::BadThermal(why) => write!(f, "thermal frame: {why}"),
             LineError::BadEeprom(why) => write!(f, "EEPROM packet: {why}"),
+            LineError::TooManyReadings => write!(
+                f,
+                "more than {} readings, or a key longer than {} bytes",
+                crate::v1::MAX_READINGS,
+                crate::v1::MAX_KEY
+            ),
             LineError::BadName => write!(
                 f,
                 "location or serial number longer than {MAX_NAME} bytes or with control characters"
@@ -300,6 +310,9 @@ fn parse_readings(data: &str) -> Result<Vec<(String, Value)>, LineError> {
         if k.is_empty() || v.is_empty() {
             return Err(LineError::BadReading);
         }
+        if k.len() > crate::v1::MAX_KEY || out.len() == crate::v1::MAX_READINGS {
+            return Err(LineError::TooManyReadings);
+        }
         let value = if v.contains('.') {
             v.parse::<f64>()
                 .ok()
@@ -470,6 +483,23 @@ mod tests {
             assert_eq!(p(&line), Err(LineError::BadName), "{line:?}");
         }
         assert_eq!(LineError::BadName.reason(), "bad_name");
+        // Readings a v1 Sample could not carry whole are refused, not cut.
+        let readings = |n: usize| {
+            (0..n)
+                .map(|i| format!("K{i}=1"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        assert!(p(&format!("#Sensor:{}!", readings(32))).is_ok());
+        assert_eq!(
+            p(&format!("#Sensor:{}!", readings(33))),
+            Err(LineError::TooManyReadings)
+        );
+        let key = "k".repeat(33);
+        assert_eq!(
+            p(&format!("#Sensor:{key}=1!")),
+            Err(LineError::TooManyReadings)
+        );
         // The longest name a device may give still fits a v1 stream field whole.
         assert!("thermal/".len() + MAX_NAME <= 255);
     }

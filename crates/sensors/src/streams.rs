@@ -36,6 +36,17 @@ pub const INPUT_CAPACITY: usize = 65_536;
 /// Publishers pause above this many queued items and resume below `LOW_WATER`.
 pub const HIGH_WATER: usize = 49_152;
 pub const LOW_WATER: usize = 16_384;
+/// Bytes of items the hub's input holds at most (see `framewire_hub::item_cost`), counted in
+/// units of [`INPUT_UNIT`] bytes: 65 536 samples of 32 readings would otherwise be 150 MB.
+pub const INPUT_BYTES: usize = 64 << 20;
+const INPUT_UNIT: usize = 256;
+
+fn input_units(item: &Item) -> u32 {
+    framewire_hub::item_cost(item)
+        .div_ceil(INPUT_UNIT)
+        .min(INPUT_BYTES / INPUT_UNIT) as u32
+}
+
 /// Samples a subscriber's queue holds before it is told it missed some (its bytes are bounded
 /// too: `Limits::queue_bytes`).
 pub const DEFAULT_SUBSCRIBER_CAPACITY: usize = 1 << 20;
@@ -45,6 +56,8 @@ const EXPIRE_EVERY: Duration = Duration::from_secs(1);
 /// Shared by publishers, subscribers and the hub task.
 pub struct Streams {
     input: mpsc::Sender<Item>,
+    /// Room in the input, in units of `INPUT_UNIT` bytes.
+    input_room: tokio::sync::Semaphore,
     /// The hub thread's runtime, where subscribers' writers run.
     delivery: tokio::runtime::Handle,
     hub: Mutex<Hub>,
@@ -84,6 +97,7 @@ impl Streams {
             .expect("building the hub thread's runtime");
         let s = Arc::new(Streams {
             input,
+            input_room: tokio::sync::Semaphore::new(INPUT_BYTES / INPUT_UNIT),
             delivery: rt.handle().clone(),
             hub: Mutex::new(Hub::with_limits(limits)),
             wakers: Mutex::new(HashMap::new()),
@@ -121,8 +135,14 @@ impl Streams {
         self.input.max_capacity() - self.input.capacity()
     }
 
-    /// Publishes `item`, waiting for room in the hub's input (never dropping it).
+    /// Publishes `item`, waiting for room in the hub's input, in items and in bytes (never
+    /// dropping it).
     pub async fn publish(&self, item: Item) -> Result<(), Item> {
+        match self.input_room.acquire_many(input_units(&item)).await {
+            // Given back by the hub thread when it takes the item.
+            Ok(room) => room.forget(),
+            Err(_) => return Err(item),
+        }
         self.input.send(item).await.map_err(|e| e.0)
     }
 
@@ -282,10 +302,13 @@ fn deliver(s: &Streams, batch: &mut Vec<Item>, depth: usize) {
     {
         let now = now_us();
         let mut hub = lock(&s.hub);
+        let mut units = 0;
         for item in batch.drain(..) {
             framewire_telemetry::observe_us(&s.queued, now.saturating_sub(item.accepted_us()));
+            units += input_units(&item) as usize;
             hub.publish(item);
         }
+        s.input_room.add_permits(units);
     }
     // Wake every subscriber with something to take.
     let wakers: Vec<Arc<Notify>> = {

@@ -229,7 +229,17 @@ async fn a_v1_subscriber_receives_samples_over_tcp() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn a_stalled_hub_pushes_back_on_devices_and_loses_nothing() {
     use framewire_sensors::streams::INPUT_CAPACITY;
-    let server = server().await;
+    // This test is about the hub's input; its subscriber may hold all million readings.
+    let server = Server::start(ServerConfig {
+        hub: framewire_hub::Limits {
+            queue_bytes: 512 << 20,
+            total_bytes: 512 << 20,
+            ..Default::default()
+        },
+        ..sensor_config()
+    })
+    .await
+    .unwrap();
     let addr = server.sensor_addr.unwrap();
     let streams = server.streams().unwrap().clone();
     let sub = streams.subscribe(Filter::All, 1 << 20);
