@@ -57,7 +57,9 @@ pub(crate) fn refusal(
         return None;
     }
     ctx.counters.http_unauthorized.inc(what);
-    warn!(what, "request without the token refused");
+    if let Some(held) = ctx.log.allow() {
+        warn!(what, held, "request without the token refused");
+    }
     Some(
         (
             StatusCode::UNAUTHORIZED,

@@ -87,6 +87,8 @@ pub struct HttpCtx {
     /// `/metrics` and `/api/stats`, rendered once for every scrape that arrives meanwhile.
     metrics_cache: cache::Shared,
     stats_cache: cache::Shared,
+    /// Refusals are logged at most a line a second (the counters carry the volume).
+    pub(crate) log: framewire_telemetry::SharedLogLimit,
 }
 
 impl HttpCtx {
@@ -109,6 +111,7 @@ impl HttpCtx {
             access,
             metrics_cache: cache::Shared::default(),
             stats_cache: cache::Shared::default(),
+            log: Default::default(),
         }
     }
 }

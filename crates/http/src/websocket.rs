@@ -59,7 +59,9 @@ pub(crate) async fn upgrade(
 ) -> Response {
     if !same_origin(&headers) {
         ctx.counters.websocket_rejected.inc("origin");
-        warn!(%peer, origin = ?headers.get(ORIGIN), "websocket from another site refused");
+        if let Some(held) = ctx.log.allow() {
+            warn!(%peer, origin = ?headers.get(ORIGIN), held, "websocket from another site refused");
+        }
         return (StatusCode::FORBIDDEN, "cross-site WebSocket refused\n").into_response();
     }
     // A browser sends small messages (its Hello, ACKs, input): a message or frame beyond
@@ -89,13 +91,17 @@ async fn bridge(ws: WebSocket, peer: SocketAddr, ctx: Arc<HttpCtx>) {
                 Ok(Message::Ping(_) | Message::Pong(_)) => {}
                 Ok(Message::Text(_)) => {
                     counters.websocket_rejected.inc("text_message");
-                    warn!(%peer, "websocket sent a text message; v1 travels in binary messages");
+                    if let Some(held) = ctx.log.allow() {
+                        warn!(%peer, held, "websocket sent a text message; v1 travels in binary messages");
+                    }
                     break;
                 }
                 Err(e) => {
                     if e.to_string().contains("too long") || e.to_string().contains("too big") {
                         counters.websocket_rejected.inc("too_large");
-                        warn!(%peer, error = %e, "websocket message beyond {MAX_MESSAGE} bytes refused");
+                        if let Some(held) = ctx.log.allow() {
+                            warn!(%peer, error = %e, held, "websocket message beyond {MAX_MESSAGE} bytes refused");
+                        }
                     } else {
                         debug!(%peer, error = %e, "websocket read failed");
                     }

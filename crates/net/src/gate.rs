@@ -5,10 +5,9 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
-use framewire_telemetry::{counter_set, Counter, Family, LogLimit};
+use framewire_telemetry::{counter_set, Counter, Family, SharedLogLimit};
 use tokio::net::{TcpListener, TcpStream};
 use tracing::warn;
 
@@ -37,7 +36,7 @@ pub struct Gate {
     counters: Arc<NetCounters>,
     full_reason: &'static str,
     address_reason: &'static str,
-    log: Mutex<LogLimit>,
+    log: SharedLogLimit,
 }
 
 /// A connection's place under its listener's limit, given back when dropped.
@@ -75,7 +74,7 @@ impl Gate {
             counters,
             full_reason,
             address_reason,
-            log: Mutex::new(LogLimit::per_second()),
+            log: SharedLogLimit::default(),
         })
     }
 
@@ -131,8 +130,7 @@ impl Gate {
     }
 
     fn log_refusal(&self, peer: SocketAddr, why: &str) {
-        let held = framewire_telemetry::lock(&self.log).allow(Instant::now());
-        if let Some(held) = held {
+        if let Some(held) = self.log.allow() {
             warn!(listener = self.name, %peer, max = self.max, held, "connection refused: {why}");
         }
     }

@@ -13,7 +13,7 @@ use framewire_proto::v1::{goodbye, Packet, Role};
 use framewire_sensors::Sensors;
 use framewire_session::{check_hello, token_matches, Handshake, Hello, HelloRules, Refusal};
 use framewire_telemetry::clock::now_us;
-use framewire_telemetry::{counter_set, CounterRegistry, Family};
+use framewire_telemetry::{counter_set, CounterRegistry, Family, SharedLogLimit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{debug, warn};
 
@@ -39,6 +39,8 @@ pub struct Door {
     pub counters: Arc<DoorCounters>,
     /// How long a connection may take to send its Hello.
     pub hello_timeout: Duration,
+    /// Refusals are logged at most a line a second (the counters carry the volume).
+    log: SharedLogLimit,
 }
 
 impl Door {
@@ -59,6 +61,7 @@ impl Door {
             control_token,
             counters,
             hello_timeout,
+            log: SharedLogLimit::default(),
         }
     }
 
@@ -69,7 +72,9 @@ impl Door {
             Ok(h) => h,
             Err(r) => {
                 self.counters.handshake_rejected.inc(r.counter);
-                warn!(%peer, reason = %r.reason, "bad handshake");
+                if let Some(held) = self.log.allow() {
+                    warn!(%peer, reason = %r.reason, held, "bad handshake");
+                }
                 return goodbye_and_close(&mut sock, r.code, r.reason).await;
             }
         };
@@ -91,7 +96,9 @@ impl Door {
             rules,
         ) {
             self.counters.handshake_rejected.inc(r.counter);
-            warn!(%peer, reason = %r.reason, "viewer refused");
+            if let Some(held) = self.log.allow() {
+                warn!(%peer, reason = %r.reason, held, "viewer refused");
+            }
             return goodbye_and_close(&mut sock, r.code, r.reason).await;
         }
         match (hello.role, &self.sensors) {

@@ -299,13 +299,13 @@ async fn a_subscriber_that_never_reads_is_cut_off_at_the_budget_and_told_why() {
         server.streams().unwrap().subscriber_count() == 2
     })
     .await;
-    // 80 000 samples of 32 readings (about 1.5 KB each in a queue): far more than socket
+    // 80 000 samples of 32 readings (the most a line may have; about 1.5 KB each in a queue): far more than socket
     // buffers and the budget hold.
     const N: u64 = 80_000;
     let mut dev = TcpStream::connect(server.sensor_addr.unwrap())
         .await
         .unwrap();
-    let readings: String = (0..32).map(|i| format!("K{i}={i},")).collect();
+    let readings: String = (0..31).map(|i| format!("K{i}={i},")).collect();
     // In rounds of 2 000, each taken by the live subscriber before the next is sent: it is
     // never more than a round (about 3 MB) behind, the stalled one falls further each round.
     const ROUND: u64 = 2_000;
@@ -477,5 +477,31 @@ async fn a_scrape_flood_shares_renders() {
         shared >= 200,
         "only {shared} of 300 scrapes shared a render"
     );
+    server.shutdown().await;
+}
+
+/// An idle stream is forgotten by the hub thread on its own (its name leaves `/metrics`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_streams_expire() {
+    let server = Server::start(ServerConfig {
+        hub: framewire_hub::Limits {
+            stream_idle_us: 1_000_000,
+            ..Default::default()
+        },
+        ..config()
+    })
+    .await
+    .unwrap();
+    let mut dev = TcpStream::connect(server.sensor_addr.unwrap())
+        .await
+        .unwrap();
+    dev.write_all(b"#Sensorshortlived:A=1!\n").await.unwrap();
+    let streams = server.streams().unwrap().clone();
+    wait_for("the stream", 5, || streams.stream_count() == 1).await;
+    wait_for("the idle stream to expire", 10, || {
+        streams.stream_count() == 0
+    })
+    .await;
+    assert_eq!(server.counter("hub_streams_expired"), 1);
     server.shutdown().await;
 }

@@ -12,7 +12,7 @@ pub mod stats;
 mod window;
 
 pub use counters::{Counter, CounterRegistry, CounterSet, Family, Visit};
-pub use log_limit::LogLimit;
+pub use log_limit::{LogLimit, SharedLogLimit};
 pub use report::{format_daylight_latency, LatencyReport, StageSummary};
 pub use stages::{observe_us, StageHistograms};
 pub use window::SampleWindow;

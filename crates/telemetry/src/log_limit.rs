@@ -59,3 +59,21 @@ mod tests {
         assert_eq!(l.allow(t0 + Duration::from_millis(250)), Some(1));
     }
 }
+
+/// A [`LogLimit`] shared by every connection of a listener (a flood of bad connections is one
+/// line a second, not a line each).
+#[derive(Debug)]
+pub struct SharedLogLimit(std::sync::Mutex<LogLimit>);
+
+impl Default for SharedLogLimit {
+    fn default() -> Self {
+        SharedLogLimit(std::sync::Mutex::new(LogLimit::per_second()))
+    }
+}
+
+impl SharedLogLimit {
+    /// `Some(lines held back)` when a line may be written now.
+    pub fn allow(&self) -> Option<u64> {
+        crate::lock(&self.0).allow(Instant::now())
+    }
+}
