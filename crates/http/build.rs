@@ -19,7 +19,10 @@ fn content_type(name: &str) -> &'static str {
 }
 
 fn main() {
-    let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web/dist");
+    // Read when the script runs, not when it was compiled: a build script binary may be
+    // reused for another checkout of the same crate (a worktree sharing the target directory).
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dist = Path::new(&manifest).join("../../web/dist");
     println!("cargo:rerun-if-changed={}", dist.display());
     let mut files: Vec<_> = std::fs::read_dir(&dist)
         .map(|rd| {

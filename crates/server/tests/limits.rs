@@ -366,23 +366,27 @@ async fn a_subscriber_that_never_reads_is_cut_off_at_the_budget_and_told_why() {
     server.shutdown().await;
 }
 
+/// A server with these hub limits, and a device connected to it.
+async fn with_hub(hub: framewire_hub::Limits) -> (framewire_server::ServerHandle, TcpStream) {
+    let server = Server::start(ServerConfig { hub, ..config() })
+        .await
+        .unwrap();
+    let dev = TcpStream::connect(server.sensor_addr.unwrap())
+        .await
+        .unwrap();
+    (server, dev)
+}
+
 /// Device names beyond 128 bytes are refused (not truncated into another device's stream);
 /// streams beyond the limit are refused and counted; `/metrics` keeps a bounded number of
 /// per-stream series however many locations there are.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_and_streams_from_devices_are_bounded() {
-    let server = Server::start(ServerConfig {
-        hub: framewire_hub::Limits {
-            streams: 150,
-            ..Default::default()
-        },
-        ..config()
+    let (server, mut dev) = with_hub(framewire_hub::Limits {
+        streams: 150,
+        ..Default::default()
     })
-    .await
-    .unwrap();
-    let mut dev = TcpStream::connect(server.sensor_addr.unwrap())
-        .await
-        .unwrap();
+    .await;
     let long = "L".repeat(16 * 1024 - 64);
     let mut lines = format!("#Sensor{long}:A=1!\n#locid:{}!\n", "x".repeat(129));
     for i in 0..400 {
@@ -483,18 +487,11 @@ async fn a_scrape_flood_shares_renders() {
 /// An idle stream is forgotten by the hub thread on its own (its name leaves `/metrics`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_streams_expire() {
-    let server = Server::start(ServerConfig {
-        hub: framewire_hub::Limits {
-            stream_idle_us: 1_000_000,
-            ..Default::default()
-        },
-        ..config()
+    let (server, mut dev) = with_hub(framewire_hub::Limits {
+        stream_idle_us: 1_000_000,
+        ..Default::default()
     })
-    .await
-    .unwrap();
-    let mut dev = TcpStream::connect(server.sensor_addr.unwrap())
-        .await
-        .unwrap();
+    .await;
     dev.write_all(b"#Sensorshortlived:A=1!\n").await.unwrap();
     let streams = server.streams().unwrap().clone();
     wait_for("the stream", 5, || streams.stream_count() == 1).await;
