@@ -107,7 +107,7 @@ pub struct ServeArgs {
     pub subscriber_queue_mib: usize,
     /// Bytes all subscribers' queues may hold together (MiB); beyond it the subscriber holding
     /// the most is cut off (told what it lost and why).
-    #[arg(long, default_value_t = 96, value_name = "MIB")]
+    #[arg(long, default_value_t = 64, value_name = "MIB")]
     pub subscriber_budget_mib: usize,
     /// Streams alive at once; items that would open another are refused and counted.
     #[arg(long, default_value_t = 10_000)]

@@ -46,7 +46,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             queue_bytes: 32 << 20,
-            total_bytes: 96 << 20,
+            total_bytes: 64 << 20,
             streams: 10_000,
             stream_idle_us: 600_000_000,
         }

@@ -327,6 +327,8 @@ fn parse_readings(data: &str) -> Result<Vec<(String, Value)>, LineError> {
     if out.is_empty() {
         return Err(LineError::BadReading);
     }
+    // Kept while queued (and counted by capacity): no room for readings that never came.
+    out.shrink_to_fit();
     Ok(out)
 }
 

@@ -38,7 +38,8 @@ pub const HIGH_WATER: usize = 49_152;
 pub const LOW_WATER: usize = 16_384;
 /// Bytes of items the hub's input holds at most (see `framewire_hub::item_cost`), counted in
 /// units of [`INPUT_UNIT`] bytes: 65 536 samples of 32 readings would otherwise be 150 MB.
-pub const INPUT_BYTES: usize = 64 << 20;
+/// Samples of a few readings (two units) still reach `INPUT_CAPACITY` first.
+pub const INPUT_BYTES: usize = 48 << 20;
 const INPUT_UNIT: usize = 256;
 
 fn input_units(item: &Item) -> u32 {
