@@ -121,6 +121,14 @@ impl HttpCtx {
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most a request's head may hold (hyper's buffer; its floor is 8 KiB).
 const MAX_HEAD: usize = 16 * 1024;
+/// A write (a response, a WebSocket message) that makes no progress for this long ends its
+/// connection: a client that asks and never reads would otherwise hold its place for ever.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The connection's place under the HTTP listener's limit, shared by its requests: a
+/// WebSocket keeps it after the upgrade, for as long as the socket lives.
+#[derive(Clone)]
+pub(crate) struct HttpPermit(#[allow(dead_code)] pub(crate) Arc<framewire_net::Permit>);
 
 /// Serves the HTTP port on `l` until the task is dropped, at most `gate`'s connections at once.
 ///
@@ -135,16 +143,21 @@ pub async fn serve(l: TcpListener, gate: Arc<Gate>, header_timeout: Duration, ct
         let Admitted { sock, peer, permit } = gate.accept(&l).await;
         let app = app.clone();
         tokio::spawn(async move {
-            let _permit = permit;
+            let permit = HttpPermit(Arc::new(permit));
             let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
                 req.extensions_mut().insert(ConnectInfo(peer));
+                req.extensions_mut().insert(permit.clone());
                 app.clone().oneshot(req.map(axum::body::Body::new))
             });
+            let mut io = tokio_io_timeout::TimeoutStream::new(sock);
+            io.set_write_timeout(Some(WRITE_TIMEOUT));
             let mut b = hyper::server::conn::http1::Builder::new();
             b.timer(TokioTimer::new())
                 .header_read_timeout(header_timeout)
                 .max_buf_size(MAX_HEAD);
-            let conn = b.serve_connection(TokioIo::new(sock), svc).with_upgrades();
+            let conn = b
+                .serve_connection(TokioIo::new(Box::pin(io)), svc)
+                .with_upgrades();
             if let Err(e) = conn.await {
                 debug!(%peer, error = %e, "http connection ended");
             }

@@ -19,7 +19,8 @@ use crate::access::{refusal, TokenQuery};
 use crate::HttpCtx;
 
 /// Streams with a series of their own in `framewire_stream_items_total` (the busiest); the
-/// rest are summed under `stream="_other"`, so 100 000 locations cannot make a scrape 23 MB.
+/// rest are summed in `framewire_stream_items_other`, so 100 000 locations cannot make a
+/// scrape 23 MB.
 pub const STREAM_SERIES: usize = 100;
 /// Viewers with flow series of their own (the first connected); the totals cover every one.
 pub const VIEWER_SERIES: usize = 64;
@@ -162,10 +163,14 @@ fn sensor_hub(r: &Registry, sensors: &Sensors) -> Result<(), prometheus::Error> 
     for (name, n) in top {
         items.with_label_values(&[&name]).inc_by(n);
     }
-    if other > 0 {
-        items.with_label_values(&["_other"]).inc_by(other);
-    }
     r.register(Box::new(items))?;
+    // A gauge, not a counter: it falls when a stream joins the busiest or expires.
+    gauge(
+        r,
+        "framewire_stream_items_other",
+        "Items carried by the streams alive now that have no series of their own",
+        other as usize,
+    )?;
     gauge(
         r,
         "framewire_streams",

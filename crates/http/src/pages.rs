@@ -38,6 +38,10 @@ pub(crate) async fn page(name: &'static str) -> Response {
 }
 
 pub(crate) async fn asset(Path(file): Path<String>) -> Response {
+    // The pages have their own routes (the dashboard behind the token): scripts only here.
+    if file.ends_with(".html") {
+        return (StatusCode::NOT_FOUND, "no such asset\n").into_response();
+    }
     match web_assets::get(&file) {
         Some((ty, body)) => {
             ([(CONTENT_TYPE, ty), (CACHE_CONTROL, "no-cache")], body).into_response()

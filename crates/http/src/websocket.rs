@@ -21,6 +21,7 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::header::{HOST, ORIGIN};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 
 use crate::HttpCtx;
 
@@ -54,6 +55,7 @@ fn same_origin(headers: &HeaderMap) -> bool {
 pub(crate) async fn upgrade(
     State(ctx): State<Arc<HttpCtx>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Extension(permit): Extension<crate::HttpPermit>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
@@ -69,7 +71,11 @@ pub(crate) async fn upgrade(
     ws.max_message_size(MAX_MESSAGE)
         .max_frame_size(MAX_MESSAGE)
         .read_buffer_size(16 * 1024)
-        .on_upgrade(move |sock| bridge(sock, peer, ctx))
+        .on_upgrade(move |sock| async move {
+            // The socket keeps its place under the HTTP listener's limit while it lives.
+            let _permit = permit;
+            bridge(sock, peer, ctx).await
+        })
 }
 
 async fn bridge(ws: WebSocket, peer: SocketAddr, ctx: Arc<HttpCtx>) {

@@ -359,6 +359,22 @@ impl Subscription {
         out.len() - before
     }
 
+    /// Whether the hub has cut this subscriber off.
+    pub fn is_cut_off(&self) -> bool {
+        lock(&self.streams.hub)
+            .subscriber(self.id)
+            .is_some_and(|s| s.cut_off().is_some())
+    }
+
+    /// Resolves when the hub cuts this subscriber off (while its writer is busy elsewhere,
+    /// for instance blocked on a socket its peer does not read). A wake-up it takes from
+    /// [`Subscription::next_batch`] costs nothing: that looks before it waits.
+    pub async fn cut_off(&self) {
+        while !self.is_cut_off() {
+            self.notify.notified().await;
+        }
+    }
+
     /// Waits for at least one delivery, then moves up to `max` into `out`.
     pub async fn next_batch(&self, max: usize, out: &mut Vec<Delivery>) -> usize {
         loop {

@@ -130,6 +130,25 @@ impl Drop for Writer {
     }
 }
 
+/// Writes `buf`. If the hub cuts the subscriber off meanwhile (the write is blocked: its peer is
+/// not reading), the write gets [`CUT_OFF_WRITE`] more to finish, so a subscriber that is
+/// still reading can take its last packets; one that is not is disconnected then.
+async fn write_unless_cut<W: tokio::io::AsyncWrite + Unpin>(
+    sub: &Subscription,
+    wr: &mut W,
+    buf: &[u8],
+) -> anyhow::Result<()> {
+    let mut write = std::pin::pin!(wr.write_all(buf));
+    tokio::select! {
+        r = &mut write => return Ok(r?),
+        _ = sub.cut_off() => {}
+    }
+    match tokio::time::timeout(CUT_OFF_WRITE, write).await {
+        Ok(r) => Ok(r?),
+        Err(_) => anyhow::bail!("cut off, and not reading: closed without its last packets"),
+    }
+}
+
 /// Takes deliveries from the hub, encodes them and writes them, batched into as few writes as
 /// there are wake-ups; records each item's accepted → written time. Returns on error, or
 /// after the Goodbye of a subscriber the hub cut off.
@@ -164,7 +183,7 @@ async fn write_deliveries<W: tokio::io::AsyncWrite + Unpin>(
             let _ = tokio::time::timeout(CUT_OFF_WRITE, wr.shutdown()).await;
             anyhow::bail!("cut off: {reason}");
         }
-        wr.write_all(&buf).await?;
+        write_unless_cut(&sub, &mut wr, &buf).await?;
         let now = now_us();
         for &a in &accepted {
             observe_us(&delivery, now.saturating_sub(a));
