@@ -13,6 +13,20 @@ mod socket;
 mod status_file;
 mod verbs;
 
+/// A fresh directory for one test (unique per process and call: tests run in parallel).
+#[cfg(test)]
+pub(crate) fn test_dir(tag: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "fw-control-{}-{}-{tag}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 use std::sync::Arc;
 
 use framewire_mirror::Mirror;

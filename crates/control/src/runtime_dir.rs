@@ -109,18 +109,6 @@ pub fn ensure_private_dir(dir: &Path, uid: u32) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU32, Ordering};
-
-    fn temp(tag: &str) -> PathBuf {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let d = std::env::temp_dir().join(format!(
-            "fw-rtdir-{}-{}-{tag}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
 
     fn mode(p: &Path) -> u32 {
         std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
@@ -146,7 +134,7 @@ mod tests {
 
     #[test]
     fn a_missing_directory_is_created_0700_and_an_existing_private_one_is_accepted() {
-        let base = temp("create");
+        let base = crate::test_dir("create");
         let dir = base.join("framewire");
         ensure_private_dir(&dir, euid()).unwrap();
         assert!(std::fs::symlink_metadata(&dir).unwrap().is_dir());
@@ -157,7 +145,7 @@ mod tests {
 
     #[test]
     fn a_symlink_is_refused_even_to_a_private_directory_of_ours() {
-        let base = temp("symlink");
+        let base = crate::test_dir("symlink");
         let real = base.join("real");
         std::fs::DirBuilder::new()
             .mode(0o700)
@@ -172,7 +160,7 @@ mod tests {
 
     #[test]
     fn a_directory_of_another_user_is_refused_naming_the_owner() {
-        let base = temp("owner");
+        let base = crate::test_dir("owner");
         let dir = base.join("framewire");
         std::fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
         std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
@@ -183,7 +171,7 @@ mod tests {
 
     #[test]
     fn a_directory_others_can_enter_is_refused() {
-        let base = temp("mode");
+        let base = crate::test_dir("mode");
         let dir = base.join("framewire");
         std::fs::create_dir(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -197,7 +185,7 @@ mod tests {
 
     #[test]
     fn a_file_in_its_place_is_refused() {
-        let base = temp("file");
+        let base = crate::test_dir("file");
         let dir = base.join("framewire");
         std::fs::write(&dir, b"").unwrap();
         let e = ensure_private_dir(&dir, euid()).unwrap_err().to_string();

@@ -240,17 +240,6 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
 
-    fn temp_dir(tag: &str) -> PathBuf {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let d = std::env::temp_dir().join(format!(
-            "fw-sock-{}-{}-{tag}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     /// A socket at `path` that answers every command `OK` from a thread, as a squatter would.
     fn answering_socket(path: &Path) {
         let l = std::os::unix::net::UnixListener::bind(path).unwrap();
@@ -266,7 +255,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_file_at_the_socket_path_is_neither_deleted_nor_bound_over() {
-        let dir = temp_dir("file");
+        let dir = crate::test_dir("file");
         let path = dir.join("ctl.sock");
         std::fs::write(&path, b"precious").unwrap();
         let e = bind(&path).unwrap_err().to_string();
@@ -286,7 +275,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_stale_socket_of_ours_is_replaced_and_the_new_one_is_0600() {
-        let dir = temp_dir("stale");
+        let dir = crate::test_dir("stale");
         let path = dir.join("ctl.sock");
         drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
         let (l, file) = bind(&path).unwrap();
@@ -308,7 +297,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_socket_of_another_user_is_not_removed() {
-        let dir = temp_dir("theirs");
+        let dir = crate::test_dir("theirs");
         let path = dir.join("ctl.sock");
         drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
         std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
@@ -320,7 +309,7 @@ mod tests {
 
     #[tokio::test]
     async fn removing_at_shutdown_spares_whatever_took_the_name_since() {
-        let dir = temp_dir("spare");
+        let dir = crate::test_dir("spare");
         let path = dir.join("ctl.sock");
         let (l, file) = bind(&path).unwrap();
         drop(l);
@@ -333,7 +322,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_refuses_a_socket_of_another_user_naming_the_owner() {
-        let dir = temp_dir("squat");
+        let dir = crate::test_dir("squat");
         let path = dir.join("ctl.sock");
         answering_socket(&path);
         // Ours: it answers.

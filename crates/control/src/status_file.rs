@@ -94,20 +94,9 @@ mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
 
-    fn temp_dir(tag: &str) -> PathBuf {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let d = std::env::temp_dir().join(format!(
-            "fw-status-{}-{}-{tag}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     #[test]
     fn a_symlink_at_the_old_temporary_name_is_not_written_through() {
-        let dir = temp_dir("symlink");
+        let dir = crate::test_dir("symlink");
         let victim = dir.join("victim");
         std::fs::write(&victim, b"root only\n").unwrap();
         let status = dir.join("status");
@@ -124,7 +113,7 @@ mod tests {
 
     #[test]
     fn a_symlink_at_the_status_path_is_replaced_not_followed() {
-        let dir = temp_dir("target");
+        let dir = crate::test_dir("target");
         let victim = dir.join("victim");
         std::fs::write(&victim, b"root only\n").unwrap();
         let status = dir.join("status");

@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 
 use crate::filter::Filter;
 use crate::item::Item;
-use crate::subscriber::{Delivery, QueueLimit, Subscriber};
+use crate::subscriber::{item_cost, Delivery, QueueLimit, Subscriber};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SubscriberId(pub u64);
@@ -117,7 +117,7 @@ impl Hub {
         };
         let mut sub = Subscriber::new(filter, limit);
         for (stream, grid) in &self.latest_thermal {
-            if sub.filter.matches(stream) && sub.offer(grid) {
+            if sub.filter.matches(stream) && sub.offer(grid, item_cost(grid)) {
                 self.counters.queued += 1;
             }
         }
@@ -166,6 +166,7 @@ impl Hub {
                 }
             }
         }
+        let cost = item_cost(&item);
         let mut n = 0;
         for s in self.subs.values_mut() {
             if !s.filter.matches(stream) {
@@ -173,7 +174,7 @@ impl Hub {
             }
             let (missed, replaced, bytes) =
                 (s.missed_samples, s.replaced_thermal, s.queued_bytes());
-            if s.offer(&item) {
+            if s.offer(&item, cost) {
                 n += 1;
                 self.counters.queued += 1;
             }

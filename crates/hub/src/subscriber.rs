@@ -118,11 +118,11 @@ impl Subscriber {
     }
 
     /// Queues `item`; returns false when a sample did not fit (a notice records it).
-    pub(crate) fn offer(&mut self, item: &Item) -> bool {
+    /// `cost` is `item_cost(item)`, worked out once by the hub for every subscriber.
+    pub(crate) fn offer(&mut self, item: &Item, cost: usize) -> bool {
         if self.cut_off.is_some() {
             return false;
         }
-        let cost = item_cost(item);
         match item {
             Item::Sample(s) => {
                 if self.samples_queued < self.limit.items
