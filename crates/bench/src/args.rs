@@ -136,6 +136,11 @@ pub struct IpcWorkerArgs {
 
 #[derive(Args, Clone)]
 pub struct BenchCodecArgs {
+    /// Measure on these recordings (`framewire record`, comma-separated) instead of the
+    /// synthetic scenes: every picture in each, with its recorded damage, as the server
+    /// would take it.
+    #[arg(long, value_name = "PATH,…", value_delimiter = ',')]
+    pub input: Vec<PathBuf>,
     /// Frames measured per scene and resolution.
     #[arg(long, default_value_t = 120)]
     pub frames: u64,

@@ -36,33 +36,37 @@ struct Row {
 }
 
 #[derive(Serialize)]
-struct PathResult {
-    delta_compress_ms_p50: f64,
-    decode_apply_ms_p50: f64,
-    bytes_per_frame_p50: f64,
-    bytes_per_frame_mean: f64,
+pub(crate) struct PathResult {
+    pub delta_compress_ms_p50: f64,
+    pub decode_apply_ms_p50: f64,
+    pub bytes_per_frame_p50: f64,
+    pub bytes_per_frame_mean: f64,
+    /// Over the pictures that changed (keyframes aside).
+    pub bytes_per_changed_frame_mean: f64,
+    pub bytes_per_changed_frame_p50: f64,
 }
 
 use framewire_telemetry::stats::median;
 
-fn ms(t: Instant) -> f64 {
+pub(crate) fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
 /// One way of encoding the same pictures, with its own viewer-side picture.
-struct Path {
+pub(crate) struct Path {
     enc: HostEncoder,
     pic: Picture,
     row_width: Option<usize>,
     codec: BlockCodec,
-    out: Vec<u8>,
+    pub out: Vec<u8>,
     enc_ms: Vec<f64>,
     dec_ms: Vec<f64>,
     bytes: Vec<f64>,
+    changed_bytes: Vec<f64>,
 }
 
 impl Path {
-    fn new(codec: BlockCodec, res: Resolution, rows: bool) -> Path {
+    pub fn new(codec: BlockCodec, res: Resolution, rows: bool) -> Path {
         Path {
             enc: HostEncoder::new(codec, 0),
             pic: Picture::new(res.width, res.height),
@@ -72,12 +76,13 @@ impl Path {
             enc_ms: vec![],
             dec_ms: vec![],
             bytes: vec![],
+            changed_bytes: vec![],
         }
     }
 
     /// Encodes, decodes and checks one picture; returns its kind.
     /// The row path uses the row hashes the grey stage made, as the server does.
-    fn step(
+    pub fn step(
         &mut self,
         grey: &Arc<Vec<u8>>,
         hashes: &[u64],
@@ -112,18 +117,43 @@ impl Path {
         }
         if record {
             self.bytes.push(e.payload_len as f64);
+            if e.kind != EncodedKind::Unchanged {
+                self.changed_bytes.push(e.payload_len as f64);
+            }
         }
         Ok(e.kind)
     }
 
-    fn result(mut self) -> PathResult {
-        let mean = self.bytes.iter().sum::<f64>() / self.bytes.len().max(1) as f64;
+    pub fn result(mut self) -> PathResult {
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
         PathResult {
             delta_compress_ms_p50: median(&mut self.enc_ms),
             decode_apply_ms_p50: median(&mut self.dec_ms),
             bytes_per_frame_p50: median(&mut self.bytes),
-            bytes_per_frame_mean: mean,
+            bytes_per_frame_mean: mean(&self.bytes),
+            bytes_per_changed_frame_mean: mean(&self.changed_bytes),
+            bytes_per_changed_frame_p50: median(&mut self.changed_bytes),
         }
+    }
+}
+
+/// Both paths on one picture, the row path's kind returned. Which goes first alternates with
+/// `i`, so neither always finds the picture in cache.
+pub(crate) fn step_both(
+    i: u64,
+    [rows, full]: [&mut Path; 2],
+    grey: &Arc<Vec<u8>>,
+    hashes: &[u64],
+    sum: u64,
+    record: bool,
+) -> anyhow::Result<EncodedKind> {
+    if i.is_multiple_of(2) {
+        full.step(grey, hashes, sum, record)?;
+        rows.step(grey, hashes, sum, record)
+    } else {
+        let k = rows.step(grey, hashes, sum, record)?;
+        full.step(grey, hashes, sum, record)?;
+        Ok(k)
     }
 }
 
@@ -170,15 +200,7 @@ fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: BlockCodec) -> a
         let sum = checksum_of_rows(&hashes);
         let sum_ms = ms(t);
         let record = i > 0; // the first frame is a keyframe: measured separately below
-                            // Alternate which path goes first so neither always finds the picture in cache.
-        let kind = if i % 2 == 0 {
-            full.step(&grey, &hashes, sum, record)?;
-            rows.step(&grey, &hashes, sum, record)?
-        } else {
-            let k = rows.step(&grey, &hashes, sum, record)?;
-            full.step(&grey, &hashes, sum, record)?;
-            k
-        };
+        let kind = step_both(i, [&mut rows, &mut full], &grey, &hashes, sum, record)?;
         if i == 0 {
             key_bytes = rows.out.len();
         } else {
@@ -214,6 +236,9 @@ fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: BlockCodec) -> a
 }
 
 pub fn run(a: BenchCodecArgs) -> anyhow::Result<()> {
+    if !a.input.is_empty() {
+        return crate::codec_input::run(&a);
+    }
     let scenes: Vec<Scene> = match &a.scenes {
         Some(s) => s
             .split(',')

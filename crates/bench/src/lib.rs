@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `args.rs` | their command-line arguments |
 //! | `codec.rs` | per-stage codec cost for every scene at every preset |
+//! | `codec_input.rs` | the same on recordings of real programs (`--input`) |
 //! | `e2e.rs` | loopback end-to-end latency (capture → applied) with several viewers |
 //! | `ipc.rs` | shared-memory transport between processes |
 //! | `x11.rs` | X11 capture on Xvfb, and a server's CPU on an unchanged screen |
@@ -12,6 +13,7 @@
 
 pub mod args;
 pub mod codec;
+mod codec_input;
 pub mod e2e;
 pub mod ipc;
 pub mod loadgen;

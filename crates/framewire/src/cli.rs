@@ -26,6 +26,10 @@ pub enum Command {
     /// Publish a synthetic screen to a shared-memory route, for `serve --source shm:NAME`
     /// (what any local program that captures a screen can do instead).
     Publish(PublishArgs),
+    /// Record what a source shows (each picture with its capture time and damage, losslessly)
+    /// to a file: replay it with `serve --source file:PATH`, measure it with
+    /// `bench codec --input PATH`.
+    Record(RecordArgs),
     /// Connect to a server and show (or, with --headless, verify and measure) the stream.
     View(ViewArgs),
     /// A server on a synthetic screen with two built-in viewers and a live statistics table.
@@ -52,10 +56,16 @@ pub enum ProtocolArg {
 #[derive(Args, Clone)]
 pub struct SourceArgs {
     /// Where pictures come from: `synthetic` or `demo` (the --scene below), `x11` or
-    /// `x11:DISPLAY` (an X screen; `mirror` uses $DISPLAY), or `shm:NAME`, BGRA frames a local
-    /// process publishes (e.g. `framewire publish --shm NAME`).
+    /// `x11:DISPLAY` (an X screen; `mirror` uses $DISPLAY), `shm:NAME`, BGRA frames a local
+    /// process publishes (e.g. `framewire publish --shm NAME`), or `file:PATH`, a recording
+    /// made by `framewire record` (replayed from the start again when it ends).
     #[arg(long, default_value = "synthetic")]
     pub source: String,
+    /// How a recording (`--source file:PATH`) is replayed: `recorded`, at the pace it was
+    /// recorded (each capture sees what the screen showed at that moment), or `fast`, the next
+    /// recorded picture at every capture (--fps sets how often; up to 240).
+    #[arg(long, value_enum, default_value = "recorded")]
+    pub replay: ReplayArg,
     /// Synthetic scene: idle, typing, scroll, video, mixed.
     #[arg(long, default_value = "mixed")]
     pub scene: String,
@@ -66,6 +76,12 @@ pub struct SourceArgs {
     /// Capture rate.
     #[arg(long, default_value_t = 60)]
     pub fps: u32,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum ReplayArg {
+    Recorded,
+    Fast,
 }
 
 #[derive(Args, Clone)]
@@ -209,6 +225,30 @@ pub struct ServeArgs {
     /// Gamma, 0.2 to 5 (1 = unchanged; above 1 lightens mid-greys). Live: `framewire ctl gamma 0.9`.
     #[arg(long, value_name = "0.2-5")]
     pub gamma: Option<String>,
+}
+
+#[derive(Args, Clone)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// The recording to write (refused if it exists, unless --force).
+    #[arg(long, short, value_name = "PATH")]
+    pub out: PathBuf,
+    /// Replace --out if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Stop after this many seconds (default: until Ctrl-C or --frames).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// Stop after this many captures.
+    #[arg(long)]
+    pub frames: Option<u64>,
+    /// X11: record only this part of the screen, WxH+X+Y.
+    #[arg(long, value_name = "WxH+X+Y")]
+    pub region: Option<String>,
+    /// X11: leave the pointer out of the picture.
+    #[arg(long)]
+    pub no_cursor: bool,
 }
 
 #[derive(Args, Clone)]

@@ -5,6 +5,7 @@ mod cli;
 mod demo;
 mod inspect;
 mod publish;
+mod record;
 mod serve;
 mod view;
 
@@ -53,6 +54,7 @@ fn main() -> std::process::ExitCode {
             cli::Command::Publish(a) => {
                 tokio::task::spawn_blocking(move || publish::run(a)).await?
             }
+            cli::Command::Record(a) => record::run(a).await,
             cli::Command::Demo(a) => demo::run(a).await,
             cli::Command::Latency(a) => inspect::latency(a).await,
             cli::Command::Ctl(a) => inspect::ctl(a).await,

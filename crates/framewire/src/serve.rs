@@ -8,7 +8,7 @@ use framewire_codec::tune::{Tuning, PROFILES};
 use framewire_control::{default_socket_path, default_status_path};
 use framewire_server::{ConnLimits, Server, ServerConfig, SourceSpec};
 
-use crate::cli::{ServeArgs, SourceArgs};
+use crate::cli::{ReplayArg, ServeArgs, SourceArgs};
 
 pub fn source(a: &SourceArgs) -> anyhow::Result<(SourceSpec, Resolution)> {
     let res: Resolution = a.resolution.parse()?;
@@ -28,8 +28,15 @@ pub fn source(a: &SourceArgs) -> anyhow::Result<(SourceSpec, Resolution)> {
             cursor: true,
         },
         Some(("shm", name)) if !name.is_empty() => SourceSpec::Shm(name.to_string()),
+        Some(("file", path)) if !path.is_empty() => SourceSpec::File {
+            path: path.into(),
+            pace: match a.replay {
+                ReplayArg::Recorded => framewire_record::Pace::Recorded,
+                ReplayArg::Fast => framewire_record::Pace::Fast,
+            },
+        },
         _ => anyhow::bail!(
-            "unknown --source {:?}: use `synthetic` (or `demo`), `x11`, `x11:DISPLAY` or `shm:NAME`",
+            "unknown --source {:?}: use `synthetic` (or `demo`), `x11`, `x11:DISPLAY`, `shm:NAME` or `file:PATH`",
             a.source
         ),
     };
@@ -47,6 +54,7 @@ pub fn describe(s: &SourceSpec) -> String {
     match s {
         SourceSpec::Synthetic(s) => format!("synthetic:{}", s.name()),
         SourceSpec::Shm(n) => format!("shm:{n}"),
+        SourceSpec::File { path, .. } => format!("file:{}", path.display()),
         SourceSpec::X11 { display, .. } => format!(
             "x11:{}",
             display
@@ -57,6 +65,36 @@ pub fn describe(s: &SourceSpec) -> String {
     }
 }
 
+/// Applies `--region` and `--no-cursor` to an X11 source, and names its display now (so a
+/// missing display or Wayland fails here with the reason, not in the capture thread). Returns
+/// the region.
+pub fn x11_options(
+    src: &mut SourceSpec,
+    region: Option<&str>,
+    no_cursor: bool,
+) -> anyhow::Result<Option<framewire_x11::Region>> {
+    let region = region
+        .map(str::parse::<framewire_x11::Region>)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    match src {
+        SourceSpec::X11 {
+            display,
+            region: r,
+            cursor,
+        } => {
+            if display.is_none() {
+                *display = Some(framewire_x11::display::display_name(None)?);
+            }
+            *r = region;
+            *cursor = !no_cursor;
+        }
+        _ if region.is_some() => anyhow::bail!("--region applies to an X11 source (--source x11)"),
+        _ => {}
+    }
+    Ok(region)
+}
+
 pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
     let mut args = a.source.clone();
     if mirror && args.source == "synthetic" {
@@ -64,33 +102,15 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         args.source = "x11".into();
     }
     let (mut src, res) = source(&args)?;
-    let region = a
-        .region
-        .as_deref()
-        .map(str::parse::<framewire_x11::Region>)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+    let region = x11_options(&mut src, a.region.as_deref(), a.no_cursor)?;
     let mut input = None;
-    if let SourceSpec::X11 {
-        display,
-        region: r,
-        cursor,
-    } = &mut src
-    {
-        if display.is_none() {
-            // Fail now with the reason (no display, Wayland), not in the capture thread.
-            *display = Some(framewire_x11::display::display_name(None)?);
-        }
-        *r = region;
-        *cursor = !a.no_cursor;
+    if let SourceSpec::X11 { display, .. } = &src {
         if !a.view_only {
             input = Some(framewire_server::InputConfig {
                 display: display.clone(),
                 region,
             });
         }
-    } else if region.is_some() {
-        anyhow::bail!("--region applies to an X11 source (--source x11)");
     }
     let control_token = match (&input, &a.control_token) {
         (Some(_), Some(t)) => Some(t.clone()),

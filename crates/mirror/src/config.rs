@@ -18,6 +18,11 @@ pub enum SourceSpec {
         region: Option<framewire_x11::Region>,
         cursor: bool,
     },
+    /// A recording (`framewire record`), replayed from the start again when it ends.
+    File {
+        path: PathBuf,
+        pace: framewire_record::Pace,
+    },
 }
 
 #[derive(Debug, Clone)]

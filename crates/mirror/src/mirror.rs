@@ -51,6 +51,9 @@ counter_set! {
         x11_image_reads: Counter,
         x11_rows_read: Counter,
         x11_damage_events: Counter,
+        /// A recording's replay (`--source file:PATH`): pictures shown, runs begun again.
+        replay_pictures: Counter,
+        replay_loops: Counter,
         codec_fallbacks: Counter,
         commands_lagged: Counter,
         deltas_sent_as_keyframes: Counter,

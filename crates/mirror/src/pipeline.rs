@@ -34,6 +34,9 @@ pub fn open_source(
             Box::new(SyntheticSource::new(*scene, width, height).starting_at(index))
         }
         SourceSpec::Shm(name) => Box::new(ShmSource::open(name)?),
+        SourceSpec::File { path, pace } => {
+            Box::new(framewire_record::FileSource::open(path, *pace)?)
+        }
         SourceSpec::X11 {
             display,
             region,
@@ -445,6 +448,8 @@ fn source_counter<'a>(
         "x11_image_reads" => &c.x11_image_reads,
         "x11_rows_read" => &c.x11_rows_read,
         "x11_damage_events" => &c.x11_damage_events,
+        "replay_pictures" => &c.replay_pictures,
+        "replay_loops" => &c.replay_loops,
         _ => return None,
     })
 }

@@ -23,6 +23,8 @@ pub struct Reader<R: Read> {
     picture: Vec<u8>,
     record: Vec<u8>,
     xor: Vec<u8>,
+    /// The damage of the last picture read.
+    damage: Damage,
 }
 
 impl<R: Read> Reader<R> {
@@ -37,11 +39,22 @@ impl<R: Read> Reader<R> {
             picture: vec![0; header.stride() * header.height as usize],
             record: Vec::new(),
             xor: Vec::new(),
+            damage: Damage::All,
         })
     }
 
     pub fn header(&self) -> Header {
         self.header
+    }
+
+    /// The last picture read (zeros before the first).
+    pub fn picture(&self) -> &[u8] {
+        &self.picture
+    }
+
+    /// The damage of the last picture read.
+    pub fn damage(&self) -> &Damage {
+        &self.damage
     }
 
     /// The next picture, or `None` at the end of the recording.
@@ -93,6 +106,7 @@ impl<R: Read> Reader<R> {
             }
             at += b - a;
         }
+        self.damage = damage.clone();
         Ok(Some(Frame {
             capture_us,
             damage,

@@ -26,6 +26,6 @@ pub use config::{ConnLimits, ServerConfig};
 pub use door::DoorCounters;
 pub use framewire_mirror::input::InputConfig;
 pub use framewire_mirror::{
-    DisplayHandle, Protocol, Settings, SourceFrame, SourceSpec, ViewerCommand,
+    open_source, DisplayHandle, Protocol, Settings, SourceFrame, SourceSpec, ViewerCommand,
 };
 pub use server::{Server, ServerHandle};

@@ -865,3 +865,62 @@ async fn a_local_publisher_feeds_the_server_through_shared_memory() {
     assert!(seen.iter().all(|s| s.ok == Some(true)));
     server.shutdown().await;
 }
+
+/// A recording (`framewire record`) replayed as the screen (`--source file:PATH`, at its
+/// recorded pace): viewers get exactly the recorded pictures, and it starts again at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_replays_as_the_screen_exactly_and_loops() {
+    use framewire_capture::FrameSource;
+    let (w, h) = (320u32, 240u32);
+    let n = 60u64;
+    let path = temp_path("replay.fwrec");
+    let mut writer = framewire_record::Writer::new(
+        std::fs::File::create(&path).unwrap(),
+        framewire_record::Header {
+            width: w,
+            height: h,
+        },
+    )
+    .unwrap();
+    // The scene's pictures with the damage it reports, 60 a second; their grey checksums,
+    // computed independently, are all a viewer may see.
+    let mut src = SyntheticSource::new(Scene::Scroll, w, h);
+    for i in 0..n {
+        let c = src.capture().unwrap();
+        writer.write(i * 16_667, c.bgra, &c.damage).unwrap();
+    }
+    writer.finish().unwrap();
+    let sums: HashSet<u64> = (0..n)
+        .map(|i| picture_checksum(&expected(Scene::Scroll, w, h, i), w as usize))
+        .collect();
+    let mut cfg = config(Scene::Idle, w, h);
+    cfg.source = SourceSpec::File {
+        path: path.clone(),
+        pace: framewire_record::Pace::Recorded,
+    };
+    let server = Server::start(cfg).await.unwrap();
+    let v = TestViewer::start(server.v1_addr.unwrap(), Protocol::V1, Scene::Idle, None);
+    wait_for("the recording to start again", 10.0, || {
+        server.counter("replay_loops") >= 1
+    })
+    .await;
+    wait_for("30 distinct pictures", 10.0, || {
+        let seen = v.seen.lock().unwrap();
+        seen.iter()
+            .map(|s| s.checksum)
+            .collect::<HashSet<u64>>()
+            .len()
+            >= 30
+    })
+    .await;
+    let seen = v.seen();
+    let distinct: HashSet<u64> = seen.iter().map(|s| s.checksum).collect();
+    assert!(
+        distinct.is_subset(&sums),
+        "a picture that is not in the recording"
+    );
+    assert!(seen.iter().all(|s| s.ok == Some(true)), "a checksum failed");
+    assert!(server.counter("replay_pictures") >= n);
+    server.shutdown().await;
+    let _ = std::fs::remove_file(&path);
+}
