@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 BIN := target/release/framewire
 
-.PHONY: all setup web build demo test test-rust test-python test-web lint bench vectors clean
+.PHONY: all setup web build demo test test-rust test-python test-web lint bench corpus vectors clean
 
 all: build
 
@@ -44,6 +44,12 @@ bench: build
 	$(BIN) bench codec
 	$(BIN) bench e2e --viewers 4 --seconds 10
 	$(BIN) bench ipc
+
+# Real programs under Xvfb (Chromium, a terminal, vim, a dragged window, ffplay), each recorded
+# with fixed actions and timing to corpus/*.fwrec while x11vnc serves the same screen to a
+# metering viewer; then both side by side (corpus/RESULTS.md). About two minutes.
+corpus: build
+	python3 scripts/corpus.py
 
 vectors:
 	python3 spec/vectors/make_vectors.py

@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""`make corpus`: records real programs under Xvfb, each with fixed actions and timing, and
+measures x11vnc on the same live screen at the same time.
+
+For each workload it starts the program on a fresh 1600x1200 Xvfb screen, lets it settle, then
+at once:
+  - `framewire record` writes what the screen shows to corpus/NAME.fwrec (60 captures a second);
+  - x11vnc serves the same screen to scripts/vnc_meter.py, a viewer asking for lossless Tight in
+    colour, which counts the bytes of every update into corpus/NAME.vnc.json;
+  - the actions run (xdotool: wheel clicks, keystrokes, window moves).
+At the end it runs `framewire bench codec --input` on the recordings and prints both, side by
+side, as a Markdown table (also written to corpus/RESULTS.md).
+
+The recordings are data, not code: they stay out of git (corpus/ is ignored), and this script
+makes them again in about two minutes. Needs root or sudo once, for Debian's packages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import vnc_meter  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+W, H = 1600, 1200
+DOC = Path("/usr/share/doc/python3.11/html/library/stdtypes.html")
+TEXT = Path("/usr/share/common-licenses/GPL-3")
+
+# Debian packages each tool comes from.
+PACKAGES = {
+    "Xvfb": "xvfb",
+    "xdotool": "xdotool",
+    "xterm": "xterm",
+    "ffplay": "ffmpeg",
+    "x11vnc": "x11vnc",
+    "chromium": "chromium",
+}
+
+
+def log(msg: str) -> None:
+    print(f"corpus: {msg}", file=sys.stderr, flush=True)
+
+
+def ensure_packages() -> None:
+    need = sorted({p for cmd, p in PACKAGES.items() if shutil.which(cmd) is None})
+    if not DOC.exists():
+        need.append("python3.11-doc")
+    if not need:
+        return
+    log(f"installing Debian packages: {' '.join(need)}")
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(sudo + ["apt-get", "update", "-qq"], check=True, env=env)
+    subprocess.run(
+        sudo + ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *need],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def free_display() -> int:
+    for n in range(60, 200):
+        if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists():
+            return n
+    raise SystemExit("corpus: no free X display number between :60 and :199")
+
+
+class Screen:
+    """An Xvfb screen with a black root window, and the programs started on it."""
+
+    def __init__(self) -> None:
+        self.n = free_display()
+        self.env = dict(os.environ, DISPLAY=f":{self.n}")
+        self.procs: list[subprocess.Popen] = []
+        self.xvfb = subprocess.Popen(
+            ["Xvfb", f":{self.n}", "-screen", "0", f"{W}x{H}x24", "-nolisten", "tcp", "-br"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(100):
+            if Path(f"/tmp/.X11-unix/X{self.n}").exists():
+                return
+            time.sleep(0.05)
+        raise SystemExit(f"corpus: Xvfb :{self.n} did not start")
+
+    def start(self, argv: list[str]) -> subprocess.Popen:
+        p = subprocess.Popen(
+            argv,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.procs.append(p)
+        return p
+
+    def xdotool(self, *args: str) -> str:
+        return subprocess.run(
+            ["xdotool", *args], env=self.env, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    def window(self, klass: str) -> str:
+        """The first visible window of `klass`, once it is mapped."""
+        out = subprocess.run(
+            ["xdotool", "search", "--sync", "--onlyvisible", "--class", klass],
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.split()
+        return out[0]
+
+    def stop_programs(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        self.procs.clear()
+
+    def close(self) -> None:
+        self.stop_programs()
+        self.xvfb.terminate()
+        self.xvfb.wait()
+
+
+def chromium(s: Screen, profile: Path) -> None:
+    s.start(
+        [
+            "chromium",
+            "--no-sandbox",
+            f"--user-data-dir={profile}",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-gpu",
+            "--disable-features=Translate",
+            "--password-store=basic",
+            "--test-type",  # no banner about --no-sandbox
+            "--window-position=0,0",
+            f"--window-size={W},{H}",
+            f"file://{DOC}",
+        ]
+    )
+    s.window("chromium")
+
+
+def xterm(s: Screen, geometry: str, command: str) -> str:
+    s.start(
+        ["xterm", "-fa", "DejaVu Sans Mono", "-fs", "11", "-geometry", geometry, "-e", "sh", "-c", command]
+    )
+    return s.window("xterm")
+
+
+# Each workload: how to set the screen up, and the actions, run while recording.
+def browser_scroll_setup(s: Screen, tmp: Path) -> None:
+    chromium(s, tmp / "chromium")
+    s.xdotool("mousemove", "800", "700")
+
+
+def browser_scroll(s: Screen, tmp: Path) -> None:
+    for _ in range(60):  # a wheel click every 100 ms, down the page
+        s.xdotool("click", "5")
+        time.sleep(0.1)
+
+
+def terminal_setup(s: Screen, tmp: Path) -> None:
+    # Scrolling output: a licence text, a line every 10 ms, once the recording has begun.
+    script = (
+        f"while [ ! -e {tmp / 'go'} ]; do sleep 0.05; done; python3 -u -c \"import sys,time\n"
+        f"for l in open('{TEXT}'): sys.stdout.write(l); sys.stdout.flush(); time.sleep(0.01)\"; sleep 60"
+    )
+    xterm(s, "172x62+0+0", script)
+
+
+def terminal(s: Screen, tmp: Path) -> None:
+    (tmp / "go").touch()
+    time.sleep(7)
+
+
+def typing_setup(s: Screen, tmp: Path) -> None:
+    f = tmp / "notes.txt"
+    f.write_text(TEXT.read_text()[:6000])
+    wid = xterm(s, "172x62+0+0", f"vim -u NONE -N -c 'set number' {f}")
+    time.sleep(1)
+    s.xdotool("windowfocus", "--sync", wid)
+    s.xdotool("key", "G", "o")
+
+
+def typing(s: Screen, tmp: Path) -> None:
+    s.xdotool(
+        "type",
+        "--delay",
+        "110",
+        "The quick brown fox jumps over the lazy dog, and types a line at a steady pace.",
+    )
+
+
+def drag_setup(s: Screen, tmp: Path) -> None:
+    chromium(s, tmp / "chromium")
+    xterm(s, "90x28+40+200", f"cat {TEXT} | head -40; sleep 600")
+
+
+def drag(s: Screen, tmp: Path) -> None:
+    wid = s.window("xterm")
+    x, y = 40, 200
+    for i in range(360):  # 6 s of moves, a step each 16 ms: right and down, then back
+        dx, dy = (6, 2) if i < 180 else (-6, -2)
+        x, y = x + dx, y + dy
+        s.xdotool("windowmove", wid, str(x), str(y))
+        time.sleep(0.016)
+
+
+def video_setup(s: Screen, tmp: Path) -> None:
+    s.start(
+        [
+            "ffplay", "-loglevel", "error", "-an", "-noborder", "-left", "0", "-top", "0",
+            "-x", str(W), "-y", str(H), "-f", "lavfi", "-i", f"testsrc2=size={W}x{H}:rate=30",
+        ]
+    )
+    time.sleep(2)
+
+
+def video(s: Screen, tmp: Path) -> None:
+    time.sleep(4)
+
+
+WORKLOADS = {
+    # name: (setup, actions, seconds recorded)
+    "browser-scroll": (browser_scroll_setup, browser_scroll, 8.0),
+    "terminal": (terminal_setup, terminal, 8.0),
+    "typing": (typing_setup, typing, 10.0),
+    "window-drag": (drag_setup, drag, 8.0),
+    "video": (video_setup, video, 5.0),
+}
+
+
+def record_one(bin: Path, out: Path, name: str, vnc: bool) -> None:
+    setup, actions, seconds = WORKLOADS[name]
+    tmp = out / f".tmp-{name}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    s = Screen()
+    try:
+        setup(s, tmp)
+        time.sleep(2)  # let the program settle (fonts, first paint)
+        vnc_result: dict = {}
+        meter = None
+        if vnc:
+            port = 5900 + s.n
+            s.start(
+                ["x11vnc", "-display", f":{s.n}", "-rfbport", str(port), "-localhost", "-nopw",
+                 "-forever", "-shared", "-quiet", "-norc"]
+            )
+            for _ in range(100):
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            ready = threading.Event()
+
+            def run_meter() -> None:
+                try:
+                    vnc_result.update(vnc_meter.meter(port, seconds, ready=ready))
+                except (OSError, vnc_meter.ProtocolError) as e:
+                    vnc_result["error"] = str(e)
+                    ready.set()
+
+            meter = threading.Thread(target=run_meter)
+            meter.start()
+            ready.wait(30)
+        rec = subprocess.Popen(
+            [str(bin), "record", "--source", f"x11:{s.n}", "--no-cursor", "--force",
+             "--seconds", str(seconds), "--out", str(out / f"{name}.fwrec")],
+            env=s.env,
+            stderr=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(0.5)
+        actions(s, tmp)
+        summary, _ = rec.communicate(timeout=seconds + 60)
+        if rec.returncode != 0:
+            raise SystemExit(f"corpus: framewire record failed on {name}")
+        log(f"{name}: {summary.strip()}")
+        if meter is not None:
+            meter.join(seconds + 30)
+            if "error" in vnc_result:
+                log(f"{name}: x11vnc meter: {vnc_result['error']}")
+            (out / f"{name}.vnc.json").write_text(json.dumps(vnc_result, indent=2))
+    finally:
+        s.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def report(bin: Path, out: Path, names: list[str]) -> str:
+    inputs = ",".join(str(out / f"{n}.fwrec") for n in names)
+    rows = json.loads(
+        subprocess.run(
+            [str(bin), "bench", "codec", "--json", "--input", inputs],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    lines = [
+        "| workload | pictures changed | framewire grey, B per changed picture | framewire grey, kB/s | x11vnc Tight (colour), updates | x11vnc B per update | x11vnc kB/s | framewire ÷ x11vnc, per picture/update |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for n, r in zip(names, rows):
+        fw_b = r["rows"]["bytes_per_changed_frame_mean"]
+        seconds = WORKLOADS[n][2]
+        fw_rate = fw_b * r["changed_frames"] / seconds / 1000
+        v = {}
+        vf = out / f"{n}.vnc.json"
+        if vf.exists():
+            v = json.loads(vf.read_text())
+        if v.get("updates"):
+            vb = v["bytes_per_update_mean"]
+            vnc = f"{v['updates']} | {vb:,.0f} | {v['bytes'] / v['seconds'] / 1000:,.0f} | {fw_b / vb:.2f}"
+        else:
+            vnc = "– | – | – | –"
+        lines.append(f"| {n} | {r['changed_frames']} | {fw_b:,.0f} | {fw_rate:,.0f} | {vnc} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="Record real programs under Xvfb (make corpus).")
+    ap.add_argument("--bin", type=Path, default=ROOT / "target/release/framewire")
+    ap.add_argument("--out", type=Path, default=ROOT / "corpus")
+    ap.add_argument("--only", help="comma-separated workloads [default: all]: " + ", ".join(WORKLOADS))
+    ap.add_argument("--no-vnc", action="store_true", help="do not measure x11vnc alongside")
+    ap.add_argument("--report-only", action="store_true", help="only measure existing recordings")
+    a = ap.parse_args()
+    names = a.only.split(",") if a.only else list(WORKLOADS)
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        ap.error(f"unknown workload {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
+    if not a.bin.exists():
+        ap.error(f"{a.bin} does not exist: run `make build` first")
+    a.out.mkdir(parents=True, exist_ok=True)
+    if not a.report_only:
+        ensure_packages()
+        for i, n in enumerate(names):
+            log(f"[{i + 1}/{len(names)}] recording {n} ({WORKLOADS[n][2]:.0f} s)")
+            record_one(a.bin, a.out, n, not a.no_vnc)
+    table = report(a.bin, a.out, names)
+    (a.out / "RESULTS.md").write_text(table + "\n")
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
