@@ -17,9 +17,10 @@ def free_port():
 
 
 class Host:
-    def __init__(self, proc, tmp, daylight_port):
+    def __init__(self, proc, tmp, daylight_port, v1_port):
         self.proc = proc
         self.daylight_port = daylight_port
+        self.v1_port = v1_port
         self.trace = os.path.join(tmp, "trace")
         self.ctl = os.path.join(tmp, "ctl.sock")
 
@@ -58,16 +59,16 @@ class Host:
 def host(*args, env=None):
     """`framewire serve` with a Daylight port, a frame trace and a control socket."""
     tmp = tempfile.mkdtemp(prefix="fw-py-")
-    dport = free_port()
+    dport, vport = free_port(), free_port()
     h = None
     proc = subprocess.Popen(
-        [BINARY, "serve", "--port", str(free_port()), "--daylight-port", str(dport),
+        [BINARY, "serve", "--port", str(vport), "--daylight-port", str(dport),
          "--no-sensors", "--http-port", str(free_port()), "--touch-port", str(free_port()),
          "--trace-frames", os.path.join(tmp, "trace"),
          "--control-socket", os.path.join(tmp, "ctl.sock"),
          "--status-file", os.path.join(tmp, "status"), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-    h = Host(proc, tmp, dport)
+    h = Host(proc, tmp, dport, vport)
     deadline = time.time() + 20
     try:
         while True:

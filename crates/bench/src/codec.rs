@@ -30,6 +30,8 @@ struct Row {
     rows: PathResult,
     /// Daylight-compatible: full-frame XOR deltas.
     full: PathResult,
+    /// framewire v1 with moved rectangles (viewers that declare them).
+    rects: PathResult,
     unchanged_frames: u64,
     keyframe_compress_ms_p50: f64,
     keyframe_bytes: usize,
@@ -52,6 +54,17 @@ pub(crate) fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
+/// The delta forms compared.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// Full-frame XOR (what the Daylight protocol carries).
+    Full,
+    /// Row deltas: a whole-picture shift and whole changed rows.
+    Rows,
+    /// Moved-rectangle deltas: moves, then patches as narrow as the change.
+    Rects,
+}
+
 /// One way of encoding the same pictures, with its own viewer-side picture.
 pub(crate) struct Path {
     enc: HostEncoder,
@@ -66,11 +79,11 @@ pub(crate) struct Path {
 }
 
 impl Path {
-    pub fn new(codec: BlockCodec, res: Resolution, rows: bool) -> Path {
+    pub fn new(codec: BlockCodec, res: Resolution, form: Form) -> Path {
         Path {
-            enc: HostEncoder::new(codec, 0),
+            enc: HostEncoder::new(codec, 0).with_rects(form == Form::Rects),
             pic: Picture::new(res.width, res.height),
-            row_width: rows.then_some(res.width as usize),
+            row_width: (form != Form::Full).then_some(res.width as usize),
             codec,
             out: Vec::new(),
             enc_ms: vec![],
@@ -104,6 +117,7 @@ impl Path {
             EncodedKind::Keyframe(_) => self.pic.decode(true, self.codec, &self.out)?,
             EncodedKind::Delta => self.pic.decode(false, self.codec, &self.out)?,
             EncodedKind::RowDelta => self.pic.decode_rows(self.codec, &self.out)?,
+            EncodedKind::RectDelta => self.pic.decode_rects(self.codec, &self.out)?,
         }
         self.pic.apply();
         let dec_ms = ms(t);
@@ -137,29 +151,47 @@ impl Path {
     }
 }
 
-/// Both paths on one picture, the row path's kind returned. Which goes first alternates with
-/// `i`, so neither always finds the picture in cache.
-pub(crate) fn step_both(
-    i: u64,
-    [rows, full]: [&mut Path; 2],
-    grey: &Arc<Vec<u8>>,
-    hashes: &[u64],
-    sum: u64,
-    record: bool,
-) -> anyhow::Result<EncodedKind> {
-    if i.is_multiple_of(2) {
-        full.step(grey, hashes, sum, record)?;
-        rows.step(grey, hashes, sum, record)
-    } else {
-        let k = rows.step(grey, hashes, sum, record)?;
-        full.step(grey, hashes, sum, record)?;
-        Ok(k)
+/// The three delta forms side by side on the same pictures.
+pub(crate) struct Paths {
+    pub rows: Path,
+    pub full: Path,
+    pub rects: Path,
+}
+
+impl Paths {
+    pub fn new(codec: BlockCodec, res: Resolution) -> Paths {
+        Paths {
+            rows: Path::new(codec, res, Form::Rows),
+            full: Path::new(codec, res, Form::Full),
+            rects: Path::new(codec, res, Form::Rects),
+        }
+    }
+
+    /// Every path on picture `i`, the row path's kind returned. Which goes first rotates with
+    /// `i`, so none always finds the picture in cache.
+    pub fn step(
+        &mut self,
+        i: u64,
+        grey: &Arc<Vec<u8>>,
+        hashes: &[u64],
+        sum: u64,
+        record: bool,
+    ) -> anyhow::Result<EncodedKind> {
+        let mut kind = EncodedKind::Unchanged;
+        for k in 0..3 {
+            match (k + i) % 3 {
+                0 => kind = self.rows.step(grey, hashes, sum, record)?,
+                1 => _ = self.full.step(grey, hashes, sum, record)?,
+                _ => _ = self.rects.step(grey, hashes, sum, record)?,
+            }
+        }
+        Ok(kind)
     }
 }
 
 fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: BlockCodec) -> anyhow::Result<Row> {
     let mut src = SyntheticSource::new(scene, res.width, res.height);
-    let (mut rows, mut full) = (Path::new(codec, res, true), Path::new(codec, res, false));
+    let mut paths = Paths::new(codec, res);
     // Grey buffers are recycled once neither encoder holds them (as the server's pool does),
     // so no frame pays for fresh pages.
     let mut pool: Vec<Arc<Vec<u8>>> = Vec::new();
@@ -200,9 +232,9 @@ fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: BlockCodec) -> a
         let sum = checksum_of_rows(&hashes);
         let sum_ms = ms(t);
         let record = i > 0; // the first frame is a keyframe: measured separately below
-        let kind = step_both(i, [&mut rows, &mut full], &grey, &hashes, sum, record)?;
+        let kind = paths.step(i, &grey, &hashes, sum, record)?;
         if i == 0 {
-            key_bytes = rows.out.len();
+            key_bytes = paths.rows.out.len();
         } else {
             g.push(grey_ms);
             gh.push(hash_ms);
@@ -227,8 +259,9 @@ fn bench_one(scene: Scene, res: Resolution, frames: u64, codec: BlockCodec) -> a
         grey_ms_p50: median(&mut g),
         grey_hash_ms_p50: median(&mut gh),
         checksum_ms_p50: median(&mut cs),
-        rows: rows.result(),
-        full: full.result(),
+        rows: paths.rows.result(),
+        full: paths.full.result(),
+        rects: paths.rects.result(),
         unchanged_frames: unchanged,
         keyframe_compress_ms_p50: median(&mut kc),
         keyframe_bytes: key_bytes,
@@ -271,7 +304,7 @@ pub fn run(a: BenchCodecArgs) -> anyhow::Result<()> {
         println!("(enc = compare + delta + compress, dec = decompress + apply: medians over frames that changed;");
         println!(" rows = framewire v1 row deltas, full = full-frame XOR deltas as the Daylight protocol carries)");
         println!(
-            "{:<7} {:<12} {:>7} {:>7} {:>7} | {:>8} {:>8} {:>9} | {:>8} {:>8} {:>9} | {:>5} {:>8} {:>9}",
+            "{:<7} {:<12} {:>7} {:>7} {:>7} | {:>8} {:>8} {:>9} | {:>8} {:>8} {:>9} | {:>8} {:>8} {:>9} | {:>5} {:>8} {:>9}",
             "scene",
             "resolution",
             "grey",
@@ -283,6 +316,9 @@ pub fn run(a: BenchCodecArgs) -> anyhow::Result<()> {
             "full enc",
             "full dec",
             "full B",
+            "rect enc",
+            "rect dec",
+            "rect B",
             "same",
             "key enc",
             "key B"
@@ -293,7 +329,7 @@ pub fn run(a: BenchCodecArgs) -> anyhow::Result<()> {
             let r = bench_one(scene, res, a.frames, codec)?;
             if !a.json {
                 println!(
-                    "{:<7} {:<12} {:>7.3} {:>7.3} {:>7.3} | {:>8.3} {:>8.3} {:>9.0} | {:>8.3} {:>8.3} {:>9.0} | {:>5} {:>8.3} {:>9}",
+                    "{:<7} {:<12} {:>7.3} {:>7.3} {:>7.3} | {:>8.3} {:>8.3} {:>9.0} | {:>8.3} {:>8.3} {:>9.0} | {:>8.3} {:>8.3} {:>9.0} | {:>5} {:>8.3} {:>9}",
                     r.scene,
                     r.resolution,
                     r.grey_ms_p50,
@@ -305,6 +341,9 @@ pub fn run(a: BenchCodecArgs) -> anyhow::Result<()> {
                     r.full.delta_compress_ms_p50,
                     r.full.decode_apply_ms_p50,
                     r.full.bytes_per_frame_mean,
+                    r.rects.delta_compress_ms_p50,
+                    r.rects.decode_apply_ms_p50,
+                    r.rects.bytes_per_frame_mean,
                     r.unchanged_frames,
                     r.keyframe_compress_ms_p50,
                     r.keyframe_bytes

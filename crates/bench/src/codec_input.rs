@@ -19,7 +19,7 @@ use framewire_telemetry::stats::median;
 use serde::Serialize;
 
 use crate::args::BenchCodecArgs;
-use crate::codec::{ms, step_both, Path, PathResult};
+use crate::codec::{ms, PathResult, Paths};
 
 #[derive(Serialize)]
 struct InputRow {
@@ -33,6 +33,7 @@ struct InputRow {
     grey_hash_ms_p50: f64,
     rows: PathResult,
     full: PathResult,
+    rects: PathResult,
     keyframe_bytes: usize,
     /// The recording's own size on disk per changed picture (colour, LZ4 of XOR), for scale.
     recording_bytes_per_changed_frame: f64,
@@ -48,7 +49,7 @@ fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
         width: h.width,
         height: h.height,
     };
-    let (mut rows, mut full) = (Path::new(codec, res, true), Path::new(codec, res, false));
+    let mut paths = Paths::new(codec, res);
     let mut pool: Vec<Arc<Vec<u8>>> = Vec::new();
     let (mut prev, mut prev_hashes): (Option<Arc<Vec<u8>>>, Vec<u64>) = (None, Vec::new());
     let mut hashes = Vec::new();
@@ -79,9 +80,9 @@ fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
         let g = ms(t);
         let sum = checksum_of_rows(&hashes);
         let record = frames > 0;
-        let kind = step_both(frames, [&mut rows, &mut full], &grey, &hashes, sum, record)?;
+        let kind = paths.step(frames, &grey, &hashes, sum, record)?;
         if frames == 0 {
-            key_bytes = rows.out.len();
+            key_bytes = paths.rows.out.len();
         } else if kind != EncodedKind::Unchanged {
             changed += 1;
             grey_ms.push(g);
@@ -107,8 +108,9 @@ fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
         frames,
         changed_frames: changed,
         grey_hash_ms_p50: median(&mut grey_ms),
-        rows: rows.result(),
-        full: full.result(),
+        rows: paths.rows.result(),
+        full: paths.full.result(),
+        rects: paths.rects.result(),
         keyframe_bytes: key_bytes,
         recording_bytes_per_changed_frame: disk as f64 / changed.max(1) as f64,
     })
@@ -122,7 +124,7 @@ pub fn run(a: &BenchCodecArgs) -> anyhow::Result<()> {
             codec.name()
         );
         println!(
-            "{:<22} {:>9} {:>6} {:>6} {:>7} | {:>8} {:>8} {:>9} | {:>8} {:>9} | {:>9} {:>9}",
+            "{:<22} {:>9} {:>6} {:>6} {:>7} | {:>8} {:>8} {:>9} | {:>8} {:>9} | {:>8} {:>8} {:>9} | {:>9} {:>9}",
             "input",
             "size",
             "frames",
@@ -133,6 +135,9 @@ pub fn run(a: &BenchCodecArgs) -> anyhow::Result<()> {
             "rows B/chg",
             "full enc",
             "full B/chg",
+            "rect enc",
+            "rect dec",
+            "rect B/chg",
             "key B",
             "file B/chg"
         );
@@ -142,7 +147,7 @@ pub fn run(a: &BenchCodecArgs) -> anyhow::Result<()> {
         let r = bench_input(p, codec)?;
         if !a.json {
             println!(
-                "{:<22} {:>9} {:>6} {:>6} {:>7.3} | {:>8.3} {:>8.3} {:>9.0} | {:>8.3} {:>9.0} | {:>9} {:>9.0}",
+                "{:<22} {:>9} {:>6} {:>6} {:>7.3} | {:>8.3} {:>8.3} {:>9.0} | {:>8.3} {:>9.0} | {:>8.3} {:>8.3} {:>9.0} | {:>9} {:>9.0}",
                 r.input,
                 format!("{}x{}", r.width, r.height),
                 r.frames,
@@ -153,6 +158,9 @@ pub fn run(a: &BenchCodecArgs) -> anyhow::Result<()> {
                 r.rows.bytes_per_changed_frame_mean,
                 r.full.delta_compress_ms_p50,
                 r.full.bytes_per_changed_frame_mean,
+                r.rects.delta_compress_ms_p50,
+                r.rects.decode_apply_ms_p50,
+                r.rects.bytes_per_changed_frame_mean,
                 r.keyframe_bytes,
                 r.recording_bytes_per_changed_frame
             );

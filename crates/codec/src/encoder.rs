@@ -26,6 +26,8 @@ pub enum EncodedKind {
     Delta,
     /// `payload` is a row delta (see [`crate::rows`]): a shift and the rows that differ.
     RowDelta,
+    /// `payload` is a moved-rectangle delta (see [`crate::rects`]): moves, then patches.
+    RectDelta,
     /// The picture equals the previous one; there is no payload. Never compressed: an all-zero
     /// 2 MB LZ4 block still costs ≈8 KB and a full decode at the viewer.
     Unchanged,
@@ -52,6 +54,10 @@ pub struct HostEncoder {
     cur_rows: Vec<u64>,
     changed_since_key: u32,
     key_requested: bool,
+    /// Deltas with row hashes are moved-rectangle deltas instead of row deltas.
+    rects: bool,
+    finder: crate::motion::Finder,
+    rect_scratch: crate::rects::Scratch,
 }
 
 impl HostEncoder {
@@ -65,7 +71,17 @@ impl HostEncoder {
             cur_rows: Vec::new(),
             changed_since_key: 0,
             key_requested: false,
+            rects: false,
+            finder: Default::default(),
+            rect_scratch: Default::default(),
         }
+    }
+
+    /// Deltas made with row hashes (`encode_with` a width, `encode_hashed`) become
+    /// moved-rectangle deltas ([`EncodedKind::RectDelta`]) instead of row deltas.
+    pub fn with_rects(mut self, on: bool) -> Self {
+        self.rects = on;
+        self
     }
 
     pub fn codec(&self) -> BlockCodec {
@@ -137,18 +153,24 @@ impl HostEncoder {
             Some(_) if self.key_requested => Some(KeyframeReason::Requested),
             Some(_) => None,
         };
-        let row_plan = match (row_width, reason, prev) {
-            (Some(_), None, Some(_)) if self.prev_rows.len() == self.cur_rows.len() => {
-                Some(crate::rows::plan(&self.prev_rows, &self.cur_rows))
-            }
-            _ => None,
-        };
-        std::mem::swap(&mut self.prev_rows, &mut self.cur_rows);
+        let hashed = row_width.is_some() && reason.is_none() && prev.is_some();
+        let hashed = hashed && self.prev_rows.len() == self.cur_rows.len();
+        let row_plan =
+            (hashed && !self.rects).then(|| crate::rows::plan(&self.prev_rows, &self.cur_rows));
+        let rect_hashes = hashed && self.rects;
+        if !rect_hashes {
+            std::mem::swap(&mut self.prev_rows, &mut self.cur_rows);
+        }
         let unchanged = match &row_plan {
             Some(p) => p.is_unchanged(),
+            None if rect_hashes => self.prev_rows == self.cur_rows,
             None => reason.is_none() && prev.is_some_and(|p| p[..] == cur[..]),
         };
+
         if unchanged {
+            if rect_hashes {
+                std::mem::swap(&mut self.prev_rows, &mut self.cur_rows);
+            }
             out.clear();
             // Keep the old buffer as the reference (same content): nothing to swap.
             return Ok((
@@ -165,6 +187,24 @@ impl HostEncoder {
                 .then_some(KeyframeReason::Interval)
         });
         let kind = match (reason, prev) {
+            (None, Some(prev)) if rect_hashes => {
+                let w = row_width.expect("planned with a width");
+                let moves = self
+                    .finder
+                    .find(prev, &cur, w, &self.prev_rows, &self.cur_rows);
+                crate::rects::encode(
+                    prev,
+                    &cur,
+                    w,
+                    &self.prev_rows,
+                    &self.cur_rows,
+                    moves,
+                    self.codec,
+                    &mut self.rect_scratch,
+                    out,
+                )?;
+                EncodedKind::RectDelta
+            }
             (None, Some(prev)) if row_plan.is_some() => {
                 let (plan, w) = (
                     row_plan.as_ref().expect("checked"),
@@ -186,6 +226,9 @@ impl HostEncoder {
                 EncodedKind::Keyframe(r.unwrap_or(KeyframeReason::First))
             }
         };
+        if rect_hashes {
+            std::mem::swap(&mut self.prev_rows, &mut self.cur_rows);
+        }
         let old = self.prev.replace(cur);
         Ok((
             Encoded {
@@ -254,10 +297,11 @@ mod tests {
             zstd in any::<bool>(),
             rows in any::<bool>(),
             hashed in any::<bool>(),
+            rects in any::<bool>(),
             shifts in proptest::collection::vec(-3i32..3, 12),
         ) {
             let codec = if zstd { BlockCodec::Zstd(1) } else { BlockCodec::Lz4 };
-            let mut e = HostEncoder::new(codec, interval);
+            let mut e = HostEncoder::new(codec, interval).with_rects(rects);
             let mut pic = Picture::new(8, 6);
             let mut out = Vec::new();
             let mut prev: Option<Vec<u8>> = None;
@@ -281,7 +325,8 @@ mod tests {
                     EncodedKind::Unchanged => {}
                     EncodedKind::Keyframe(_) => { pic.decode(true, codec, &out).unwrap(); pic.apply(); }
                     EncodedKind::Delta => { prop_assert!(!rows); pic.decode(false, codec, &out).unwrap(); pic.apply(); }
-                    EncodedKind::RowDelta => { prop_assert!(rows); pic.decode_rows(codec, &out).unwrap(); pic.apply(); }
+                    EncodedKind::RowDelta => { prop_assert!(rows && !rects); pic.decode_rows(codec, &out).unwrap(); pic.apply(); }
+                    EncodedKind::RectDelta => { prop_assert!(rows && rects); pic.decode_rects(codec, &out).unwrap(); pic.apply(); }
                 }
                 prop_assert_eq!(pic.to_vec(), f.clone());
                 prop_assert_eq!(pic.checksum(), crate::checksum::picture_checksum(&f, 8));

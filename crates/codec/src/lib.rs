@@ -1,7 +1,8 @@
 //! framewire's frame codec: BGRA/RGBA → 8-bit grey, XOR delta, LZ4 (C liblz4) or zstd blocks,
 //! "unchanged" detection, keyframe scheduling and frame checksums.
 //!
-//! Host side: [`HostEncoder`] turns each grey frame into a keyframe, a delta or "unchanged".
+//! Host side: [`HostEncoder`] turns each grey frame into a keyframe, a delta (full-frame XOR,
+//! row delta, or moved rectangles: [`rects`], found by [`motion`]) or "unchanged".
 //! Viewer side: [`Picture`] applies what arrives and verifies the checksum.
 //! Nothing here does I/O or reads a clock.
 
@@ -11,7 +12,9 @@ pub mod delta;
 mod encoder;
 pub mod grey;
 pub mod ingest;
+pub mod motion;
 mod picture;
+pub mod rects;
 pub mod rows;
 pub mod tune;
 

@@ -16,6 +16,7 @@ use thiserror::Error;
 use crate::block::{BlockCodec, CodecError};
 use crate::checksum::{checksum_of_rows, row_hash, row_hashes};
 use crate::delta::xor_in_place;
+use crate::rects::RectPlan;
 use crate::rows::RowPlan;
 
 #[derive(Debug, Error)]
@@ -37,6 +38,8 @@ pub struct Picture {
     /// `hashes[y]` is the hash of logical row `y`, once the picture is valid.
     hashes: Vec<u64>,
     scratch: Vec<u8>,
+    /// The picture before a moved-rectangle delta's moves (they all read from it).
+    before: Vec<u8>,
     valid: bool,
     pending: Pending,
 }
@@ -46,6 +49,7 @@ enum Pending {
     Keyframe,
     Delta,
     Rows(RowPlan, usize),
+    Rects(RectPlan),
 }
 
 impl Picture {
@@ -58,6 +62,7 @@ impl Picture {
             top: 0,
             hashes: Vec::new(),
             scratch: vec![0; n],
+            before: Vec::new(),
             valid: false,
             pending: Pending::Nothing,
         }
@@ -173,6 +178,32 @@ impl Picture {
         }
     }
 
+    /// Decompresses a moved-rectangle delta (see [`crate::rects`]); [`Picture::apply`] moves
+    /// and patches.
+    pub fn decode_rects(&mut self, codec: BlockCodec, payload: &[u8]) -> Result<(), ApplyError> {
+        self.pending = Pending::Nothing;
+        if !self.valid {
+            return Err(ApplyError::NoReference);
+        }
+        let (w, h) = (self.width as usize, self.height as usize);
+        let r = crate::rects::parse_header(payload, w, h).and_then(|(plan, at)| {
+            let n = plan.patch_bytes();
+            codec
+                .decompress(&payload[at..], &mut self.scratch[..n])
+                .map(|()| plan)
+        });
+        match r {
+            Ok(plan) => {
+                self.pending = Pending::Rects(plan);
+                Ok(())
+            }
+            Err(e) => {
+                self.valid = false;
+                Err(e.into())
+            }
+        }
+    }
+
     /// Applies what the last decode produced: hashes a keyframe's rows, XORs a delta, or
     /// shifts and patches rows.
     pub fn apply(&mut self) {
@@ -207,6 +238,50 @@ impl Picture {
                 }
                 debug_assert_eq!(off, n);
             }
+            Pending::Rects(plan) => self.apply_rects(plan),
+        }
+    }
+
+    /// Moves, then patches. A single move that is the whole picture shifted vertically (what a
+    /// full-page scroll is) moves the ring's top instead of copying, as a row delta does.
+    fn apply_rects(&mut self, plan: RectPlan) {
+        let (w, h) = (self.width as usize, self.height as usize);
+        if self.hashes.len() != h {
+            self.make_contiguous();
+            row_hashes(&self.store, w, &mut self.hashes);
+        }
+        let mut touched = vec![false; h];
+        match plan.moves.as_slice() {
+            [] => {}
+            [m] if is_whole_shift(m, w, h) => {
+                self.shift(m.dy);
+                crate::rows::shift_rows(&mut self.hashes, 1, m.dy);
+            }
+            moves => {
+                self.make_contiguous();
+                self.before.clear();
+                self.before.extend_from_slice(&self.store);
+                crate::rects::apply_moves(&mut self.store, &self.before, w, moves);
+                for m in moves {
+                    touched[m.to.y as usize..(m.to.y + m.to.h) as usize].fill(true);
+                }
+            }
+        }
+        let mut off = 0;
+        for r in &plan.patches {
+            let (x, pw) = (r.x as usize, r.w as usize);
+            let rows = r.y as usize..(r.y + r.h) as usize;
+            for (y, t) in touched[rows.clone()].iter_mut().enumerate() {
+                let p = (self.top + rows.start + y) % h;
+                let row = &mut self.store[p * w + x..p * w + x + pw];
+                xor_in_place(row, &self.scratch[off..off + pw]);
+                off += pw;
+                *t = true;
+            }
+        }
+        for (y, _) in touched.iter().enumerate().filter(|(_, t)| **t) {
+            let p = (self.top + y) % h;
+            self.hashes[y] = row_hash(&self.store[p * w..(p + 1) * w]);
         }
     }
 
@@ -255,6 +330,18 @@ impl Picture {
     pub fn invalidate(&mut self) {
         self.valid = false;
     }
+}
+
+/// The move is the whole picture shifted by `dy` rows: every row that has a source takes it.
+fn is_whole_shift(m: &crate::rects::Move, w: usize, h: usize) -> bool {
+    let d = m.dy.unsigned_abs() as usize;
+    let y = if m.dy < 0 { d } else { 0 };
+    m.dx == 0
+        && m.dy != 0
+        && m.to.x == 0
+        && m.to.w as usize == w
+        && m.to.y as usize == y
+        && m.to.h as usize + d == h
 }
 
 #[cfg(test)]

@@ -36,6 +36,9 @@ pub struct MirrorConfig {
     pub keyframe_interval: u32,
     /// Send framewire v1 viewers row deltas (shift + changed rows) instead of full-frame XOR.
     pub row_deltas: bool,
+    /// With row deltas on: moved-rectangle deltas instead (viewers that do not declare them
+    /// get full-frame deltas).
+    pub moved_rects: bool,
     pub limit: InflightLimit,
     pub ack_timeout_us: u64,
     /// Appends `protocol viewer wire_seq checksum` for every frame sent.
@@ -54,6 +57,7 @@ impl Default for MirrorConfig {
             codec: BlockCodec::Lz4,
             keyframe_interval: 60,
             row_deltas: true,
+            moved_rects: true,
             limit: InflightLimit::default(),
             ack_timeout_us: 2_000_000,
             trace_frames: None,

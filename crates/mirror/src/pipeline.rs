@@ -141,7 +141,7 @@ impl CaptureLoop {
         Some(CaptureLoop {
             period_us: 1_000_000 / cfg.fps as u64,
             stop_rx: m.stop.subscribe(),
-            encoder: HostEncoder::new(cfg.codec, 0),
+            encoder: HostEncoder::new(cfg.codec, 0).with_rects(cfg.moved_rects),
             cfg,
             size_rx,
             source,
@@ -356,7 +356,10 @@ impl CaptureLoop {
                     // Viewers that take another form of delta than the shared payload
                     // (Daylight: full-frame LZ4; a viewer without the configured codec) have
                     // theirs made from the base on demand.
-                    let is_delta = matches!(e.kind, EncodedKind::Delta | EncodedKind::RowDelta);
+                    let is_delta = matches!(
+                        e.kind,
+                        EncodedKind::Delta | EncodedKind::RowDelta | EncodedKind::RectDelta
+                    );
                     base = is_delta.then(|| old.clone());
                     self.pool.give(old);
                 }
@@ -389,6 +392,11 @@ impl CaptureLoop {
                 base_id: std::mem::replace(&mut self.content_id, seq),
                 base,
             },
+            (EncodedKind::RectDelta, Some(base)) => Payload::Rects {
+                data,
+                base_id: std::mem::replace(&mut self.content_id, seq),
+                base,
+            },
             (_, None) => {
                 // The encoder makes a delta only against a picture it hands back.
                 self.mirror.counters.encode_errors.inc();
@@ -411,7 +419,7 @@ impl CaptureLoop {
         observe_us(&h.checksum, t.checksum_end - t.grey_end);
         let compress = t.encode_end - t.checksum_end;
         match kind {
-            EncodedKind::Delta | EncodedKind::RowDelta => {
+            EncodedKind::Delta | EncodedKind::RowDelta | EncodedKind::RectDelta => {
                 st.delta_us.push(compress as f64);
                 observe_us(&h.delta_compress, compress);
             }

@@ -26,7 +26,9 @@ pub mod caps {
     pub const ZSTD: u32 = 1 << 1;
     pub const UNCHANGED: u32 = 1 << 2;
     pub const CHECKSUM_XXH3: u32 = 1 << 3;
-    pub const ALL: u32 = LZ4 | ZSTD | UNCHANGED | CHECKSUM_XXH3;
+    /// Moved-rectangle deltas (frame flag bit 2).
+    pub const MOVED_RECTS: u32 = 1 << 4;
+    pub const ALL: u32 = LZ4 | ZSTD | UNCHANGED | CHECKSUM_XXH3 | MOVED_RECTS;
 }
 
 pub mod kind {
@@ -132,6 +134,9 @@ impl Codec {
 pub const FRAME_FLAG_KEYFRAME: u8 = 0x01;
 /// The payload is a row delta (a shift and the rows that differ), not a full-frame delta.
 pub const FRAME_FLAG_ROWS: u8 = 0x02;
+/// The payload is a moved-rectangle delta (moves, then patches); only to viewers that declared
+/// [`caps::MOVED_RECTS`].
+pub const FRAME_FLAG_RECTS: u8 = 0x04;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -175,6 +180,8 @@ pub struct FrameHeader {
     pub keyframe: bool,
     /// The payload is a row delta; `raw_len` is then the row data's decoded size.
     pub rows: bool,
+    /// The payload is a moved-rectangle delta; `raw_len` is then its patches' decoded size.
+    pub rects: bool,
     pub codec: Codec,
     /// xxh3-64 of the picture after this frame is applied.
     pub checksum: u64,
@@ -355,7 +362,9 @@ pub fn frame_prefix(h: &FrameHeader, payload_len: usize) -> [u8; HEADER_LEN + FR
     b.put_u64_le(h.seq);
     b.put_u64_le(h.capture_us);
     b.put_u8(
-        if h.keyframe { FRAME_FLAG_KEYFRAME } else { 0 } | if h.rows { FRAME_FLAG_ROWS } else { 0 },
+        if h.keyframe { FRAME_FLAG_KEYFRAME } else { 0 }
+            | if h.rows { FRAME_FLAG_ROWS } else { 0 }
+            | if h.rects { FRAME_FLAG_RECTS } else { 0 },
     );
     b.put_u8(h.codec as u8);
     b.put_u64_le(h.checksum);
@@ -622,12 +631,12 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
             let checksum = r.u64()?;
             let raw_len = r.u32()?;
             body.advance(FRAME_FIELDS_LEN);
-            if flags & !(FRAME_FLAG_KEYFRAME | FRAME_FLAG_ROWS) != 0
-                || flags == FRAME_FLAG_KEYFRAME | FRAME_FLAG_ROWS
+            if flags & !(FRAME_FLAG_KEYFRAME | FRAME_FLAG_ROWS | FRAME_FLAG_RECTS) != 0
+                || flags.count_ones() > 1
             {
                 return Err(ProtoError::InvalidField {
                     field: "frame.flags",
-                    why: "unknown flag, or keyframe and rows together",
+                    why: "unknown flag, or more than one of keyframe, rows and rects",
                 });
             }
             let header = FrameHeader {
@@ -635,6 +644,7 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
                 capture_us,
                 keyframe: flags & FRAME_FLAG_KEYFRAME != 0,
                 rows: flags & FRAME_FLAG_ROWS != 0,
+                rects: flags & FRAME_FLAG_RECTS != 0,
                 codec,
                 checksum,
                 raw_len,
@@ -969,7 +979,8 @@ mod tests {
                             seq,
                             capture_us,
                             keyframe,
-                            rows: !keyframe && checksum & 1 == 1,
+                            rows: !keyframe && checksum & 3 == 1,
+                            rects: !keyframe && checksum & 3 == 2,
                             codec: Codec::Lz4,
                             checksum,
                             raw_len,

@@ -36,6 +36,8 @@ pub struct ServerConfig {
     pub keyframe_interval: u32,
     /// Send framewire v1 viewers row deltas (shift + changed rows) instead of full-frame XOR.
     pub row_deltas: bool,
+    /// Moved-rectangle deltas for the viewers that declare them (with row deltas on).
+    pub moved_rects: bool,
     pub limit: InflightLimit,
     pub ack_timeout_us: u64,
     pub control_socket: Option<PathBuf>,
@@ -165,6 +167,7 @@ impl Default for ServerConfig {
             codec: BlockCodec::Lz4,
             keyframe_interval: 60,
             row_deltas: true,
+            moved_rects: true,
             limit: InflightLimit::default(),
             ack_timeout_us: 2_000_000,
             control_socket: None,
@@ -199,6 +202,7 @@ impl ServerConfig {
             codec: self.codec,
             keyframe_interval: self.keyframe_interval,
             row_deltas: self.row_deltas,
+            moved_rects: self.moved_rects,
             limit: self.limit,
             ack_timeout_us: self.ack_timeout_us,
             trace_frames: self.trace_frames.clone(),

@@ -26,6 +26,21 @@ pub enum Payload {
         base_id: u64,
         base: Arc<Vec<u8>>,
     },
+    /// A moved-rectangle delta (moves, then patches; `framewire_codec::rects`) against the
+    /// same. Framewire v1 viewers that declared it only: others get a full-frame delta.
+    Rects {
+        data: Bytes,
+        base_id: u64,
+        base: Arc<Vec<u8>>,
+    },
+}
+
+/// The form of a frame's shared delta.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeltaForm {
+    Full,
+    Rows,
+    Rects,
 }
 
 /// A frame's identity and picture.
@@ -87,7 +102,9 @@ impl SourceFrame {
 
     pub fn info(&self) -> FrameInfo {
         let delta_base = match &self.payload {
-            Payload::Delta { base_id, .. } | Payload::Rows { base_id, .. } => Some(*base_id),
+            Payload::Delta { base_id, .. }
+            | Payload::Rows { base_id, .. }
+            | Payload::Rects { base_id, .. } => Some(*base_id),
             _ => None,
         };
         FrameInfo {
@@ -98,18 +115,21 @@ impl SourceFrame {
         }
     }
 
-    /// The shared delta and whether it is a row delta, if the frame has one.
-    pub fn shared_delta(&self) -> Option<(&Bytes, bool)> {
+    /// The shared delta and its form, if the frame has one.
+    pub fn shared_delta(&self) -> Option<(&Bytes, DeltaForm)> {
         match &self.payload {
-            Payload::Delta { data, .. } => Some((data, false)),
-            Payload::Rows { data, .. } => Some((data, true)),
+            Payload::Delta { data, .. } => Some((data, DeltaForm::Full)),
+            Payload::Rows { data, .. } => Some((data, DeltaForm::Rows)),
+            Payload::Rects { data, .. } => Some((data, DeltaForm::Rects)),
             _ => None,
         }
     }
 
     fn base(&self) -> Option<&Arc<Vec<u8>>> {
         match &self.payload {
-            Payload::Delta { base, .. } | Payload::Rows { base, .. } => Some(base),
+            Payload::Delta { base, .. }
+            | Payload::Rows { base, .. }
+            | Payload::Rects { base, .. } => Some(base),
             _ => None,
         }
     }

@@ -26,7 +26,7 @@ pub mod wire;
 pub mod wire_daylight;
 pub mod wire_v1;
 
-pub use frame::{FrameMeta, Payload, SourceFrame};
+pub use frame::{DeltaForm, FrameMeta, Payload, SourceFrame};
 pub use handshake::{
     check_hello, token_matches, Handshake, Hello, HelloRules, Refusal, PRE_HELLO_BUFFER,
 };

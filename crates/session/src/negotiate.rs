@@ -13,6 +13,9 @@ pub struct Negotiated {
     pub caps: u32,
     /// The viewer understands Unchanged packets; without them an unchanged frame sends nothing.
     pub unchanged: bool,
+    /// The viewer applies moved-rectangle deltas; without them it gets full-frame deltas when
+    /// the shared payload is one.
+    pub rects: bool,
 }
 
 /// The capability bit a codec needs (raw needs none).
@@ -36,6 +39,7 @@ pub fn negotiate(preferred: Codec, host_caps: u32, viewer_caps: u32) -> Negotiat
         codec,
         caps: both,
         unchanged: both & caps::UNCHANGED != 0,
+        rects: both & caps::MOVED_RECTS != 0,
     }
 }
 

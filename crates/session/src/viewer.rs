@@ -243,10 +243,12 @@ impl ViewerSession {
     fn on_frame(&mut self, recv_us: u64, h: v1::FrameHeader, payload: &[u8]) {
         let codec = codec_from_wire(h.codec);
         let t0 = (self.clock)();
-        let decoded = if !h.rows && h.raw_len as usize != self.picture.len() {
-            None
-        } else if h.rows {
+        let decoded = if h.rows {
             self.picture.decode_rows(codec, payload).ok()
+        } else if h.rects {
+            self.picture.decode_rects(codec, payload).ok()
+        } else if h.raw_len as usize != self.picture.len() {
+            None
         } else {
             self.picture.decode(h.keyframe, codec, payload).ok()
         };

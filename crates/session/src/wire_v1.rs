@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use framewire_flow::Plan;
 
-use crate::frame::SourceFrame;
+use crate::frame::{DeltaForm, SourceFrame};
 use crate::negotiate::Negotiated;
 use crate::wire::{compress_work, Outgoing, ViewerCommand, Wire, Work};
 
@@ -34,6 +34,8 @@ pub fn codec_from_wire(c: v1::Codec) -> BlockCodec {
 pub struct V1Wire {
     pub codec: BlockCodec,
     pub unchanged: bool,
+    /// It applies moved-rectangle deltas.
+    pub rects: bool,
 }
 
 impl V1Wire {
@@ -41,12 +43,15 @@ impl V1Wire {
         V1Wire {
             codec: codec_from_wire(n.codec),
             unchanged: n.unchanged,
+            rects: n.rects,
         }
     }
 
-    /// The frame's shared payloads are in this viewer's codec.
+    /// The frame's shared payloads are in this viewer's codec and a form it reads.
     fn shares(&self, f: &SourceFrame) -> bool {
+        let form = f.shared_delta().map(|(_, form)| form);
         codec_to_wire(f.codec) == codec_to_wire(self.codec)
+            && (self.rects || form != Some(DeltaForm::Rects))
     }
 }
 
@@ -54,7 +59,7 @@ fn frame_packet(
     f: &SourceFrame,
     codec: BlockCodec,
     keyframe: bool,
-    rows: bool,
+    form: DeltaForm,
     raw_len: usize,
     payload: &Bytes,
     out: &mut BytesMut,
@@ -63,7 +68,8 @@ fn frame_packet(
         seq: f.seq,
         capture_us: f.capture_us,
         keyframe,
-        rows,
+        rows: form == DeltaForm::Rows,
+        rects: form == DeltaForm::Rects,
         codec: codec_to_wire(codec),
         checksum: f.checksum,
         raw_len: raw_len as u32,
@@ -76,10 +82,19 @@ fn frame_packet(
     }
 }
 
-/// Decoded size of a row delta's row data (rows × width), from the header we wrote.
-fn row_data_len(payload: &[u8], f: &SourceFrame) -> usize {
-    framewire_codec::rows::parse_header(payload, f.height as usize)
-        .map_or(0, |h| h.plan.rows() * f.width as usize)
+/// Decoded size of a shared delta's data, from the header we wrote: a row delta's rows, a
+/// moved-rectangle delta's patches, or the whole picture.
+fn data_len(payload: &[u8], form: DeltaForm, f: &SourceFrame) -> usize {
+    let (w, h) = (f.width as usize, f.height as usize);
+    match form {
+        DeltaForm::Full => f.grey.len(),
+        DeltaForm::Rows => {
+            framewire_codec::rows::parse_header(payload, h).map_or(0, |p| p.plan.rows() * w)
+        }
+        DeltaForm::Rects => {
+            framewire_codec::rects::parse_header(payload, w, h).map_or(0, |p| p.0.patch_bytes())
+        }
+    }
 }
 
 impl Wire for V1Wire {
@@ -105,7 +120,10 @@ impl Wire for V1Wire {
     fn keyframe(&mut self, f: &SourceFrame, out: &mut BytesMut) -> (Outgoing, bool) {
         let (p, fresh) = f.keyframe(self.codec);
         let n = f.grey.len();
-        (frame_packet(f, self.codec, true, false, n, &p, out), fresh)
+        (
+            frame_packet(f, self.codec, true, DeltaForm::Full, n, &p, out),
+            fresh,
+        )
     }
 
     fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {
@@ -113,18 +131,13 @@ impl Wire for V1Wire {
             let (p, _) = f
                 .full_delta(self.codec)
                 .expect("a frame with a delta base carries its delta");
-            return frame_packet(f, self.codec, false, false, f.grey.len(), &p, out);
+            return frame_packet(f, self.codec, false, DeltaForm::Full, f.grey.len(), &p, out);
         }
-        let (p, rows) = f
+        let (p, form) = f
             .shared_delta()
             .expect("a frame with a delta base carries its delta");
-        // A row delta's raw_len is the size of its row data, which its header determines.
-        let raw_len = if rows {
-            row_data_len(p, f)
-        } else {
-            f.grey.len()
-        };
-        frame_packet(f, self.codec, false, rows, raw_len, p, out)
+        let raw_len = data_len(p, form, f);
+        frame_packet(f, self.codec, false, form, raw_len, p, out)
     }
 
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {

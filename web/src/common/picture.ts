@@ -39,6 +39,60 @@ export function parseRowPlan(payload: Uint8Array, width: number, height: number,
   return { dy, ranges, headerLen: 8 + n * 8 };
 }
 
+/** A rectangle of the picture. */
+export interface Rect {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+/** A moved-rectangle delta's header: moves (`to` takes the old pixels at `to` + (dx, dy)), then patches. */
+export interface RectPlan {
+  moves: Array<{ to: Rect; dx: number; dy: number }>;
+  patches: Rect[];
+  headerLen: number;
+}
+
+export const MAX_MOVES = 64;
+
+export function parseRectPlan(payload: Uint8Array, width: number, height: number, rawLen: number): RectPlan {
+  if (payload.length < 4) throw new DecodeError("moved-rectangle delta shorter than its header");
+  const v = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  const nMoves = v.getUint16(0, true);
+  const nPatches = v.getUint16(2, true);
+  if (nMoves > MAX_MOVES) throw new DecodeError(`${nMoves} moves (at most ${MAX_MOVES})`);
+  if (nPatches > height) throw new DecodeError(`${nPatches} patches for ${height} rows`);
+  const headerLen = 4 + nMoves * 12 + nPatches * 8;
+  if (payload.length < headerLen) throw new DecodeError("moved-rectangle delta shorter than its rectangles");
+  const rect = (o: number): Rect => {
+    const r = { x: v.getUint16(o, true), y: v.getUint16(o + 2, true), w: v.getUint16(o + 4, true), h: v.getUint16(o + 6, true) };
+    if (r.w === 0 || r.h === 0 || r.x + r.w > width || r.y + r.h > height)
+      throw new DecodeError("an empty rectangle or one outside the picture");
+    return r;
+  };
+  const moves: RectPlan["moves"] = [];
+  for (let i = 0; i < nMoves; i++) {
+    const o = 4 + i * 12;
+    const to = rect(o);
+    const dx = v.getInt16(o + 8, true);
+    const dy = v.getInt16(o + 10, true);
+    if (to.x + dx < 0 || to.y + dy < 0 || to.x + dx + to.w > width || to.y + dy + to.h > height)
+      throw new DecodeError("a move from outside the picture");
+    moves.push({ to, dx, dy });
+  }
+  const patches: Rect[] = [];
+  let area = 0;
+  for (let i = 0; i < nPatches; i++) {
+    const r = rect(4 + nMoves * 12 + i * 8);
+    area += r.w * r.h;
+    if (area > width * height) throw new DecodeError("patches larger than the picture");
+    patches.push(r);
+  }
+  if (area !== rawLen) throw new DecodeError(`moved-rectangle delta raw_len ${rawLen} is not its patches' ${area}`);
+  return { moves, patches, headerLen };
+}
+
 export class Picture {
   readonly data: Uint8Array;
   /** xxh3 of each row, in row order (not ring order), 8 LE bytes each. */
@@ -50,6 +104,8 @@ export class Picture {
   allDirty = true;
   valid = false;
   private scratch = new Uint8Array(0);
+  /** The picture before a moved-rectangle delta's moves, which all read from it. */
+  private before = new Uint8Array(0);
 
   constructor(readonly width: number, readonly height: number) {
     this.data = new Uint8Array(width * height);
@@ -110,6 +166,13 @@ export class Picture {
         }
         return;
       }
+      if (flags & FrameFlags.RectDelta) {
+        const plan = parseRectPlan(payload, w, h, rawLen);
+        const x = this.scratchOf(rawLen);
+        this.decompress(codec, payload.subarray(plan.headerLen), x);
+        this.applyRects(plan, x);
+        return;
+      }
       if (rawLen !== w * h) throw new DecodeError(`delta of ${rawLen} bytes for ${w}x${h}`);
       const x = this.scratchOf(rawLen);
       this.decompress(codec, payload, x);
@@ -125,6 +188,48 @@ export class Picture {
     } catch (e) {
       this.valid = false;
       throw e;
+    }
+  }
+
+  /**
+   * Moves (each reads the picture as it was before the first), then patches XORed in order.
+   * A single move that is the whole picture shifted vertically moves the ring's top instead.
+   */
+  private applyRects(plan: RectPlan, x: Uint8Array): void {
+    const w = this.width;
+    const h = this.height;
+    const touched = new Uint8Array(h);
+    const m0 = plan.moves[0];
+    const d = m0 ? Math.abs(m0.dy) : 0;
+    if (plan.moves.length === 1 && m0 && m0.dx === 0 && d > 0 && m0.to.x === 0 && m0.to.w === w
+        && m0.to.y === (m0.dy < 0 ? d : 0) && m0.to.h + d === h) {
+      this.shift(m0.dy);
+    } else if (plan.moves.length > 0) {
+      if (this.before.length !== this.data.length) this.before = new Uint8Array(this.data.length);
+      this.before.set(this.data);
+      for (const m of plan.moves) {
+        for (let y = m.to.y; y < m.to.y + m.to.h; y++) {
+          const to = this.slot(y) * w + m.to.x;
+          const from = this.slot(y + m.dy) * w + m.to.x + m.dx;
+          this.data.set(this.before.subarray(from, from + m.to.w), to);
+          touched[y] = 1;
+        }
+      }
+    }
+    let off = 0;
+    for (const r of plan.patches) {
+      for (let y = r.y; y < r.y + r.h; y++) {
+        const at = this.slot(y) * w + r.x;
+        xorInto(this.data.subarray(at, at + r.w), x.subarray(off, off + r.w));
+        off += r.w;
+        touched[y] = 1;
+      }
+    }
+    for (let y = 0; y < h; y++) {
+      if (!touched[y]) continue;
+      const s = this.slot(y);
+      hashInto(this.data.subarray(s * w, (s + 1) * w), this.hashes, y * 8);
+      this.dirty[s] = 1;
     }
   }
 

@@ -25,10 +25,10 @@ export const T = {
 } as const;
 
 export const Role = { Viewer: 1, Publisher: 2, Control: 3, Subscriber: 4 } as const;
-export const Caps = { Lz4: 1, Zstd: 2, Unchanged: 4, Xxh3: 8 } as const;
+export const Caps = { Lz4: 1, Zstd: 2, Unchanged: 4, Xxh3: 8, MovedRects: 16 } as const;
 export const Codec = { Raw: 0, Lz4: 1, Zstd: 2 } as const;
 export const AckStatus = { Applied: 0, ChecksumMismatch: 1, DecodeError: 2 } as const;
-export const FrameFlags = { Keyframe: 1, RowDelta: 2 } as const;
+export const FrameFlags = { Keyframe: 1, RowDelta: 2, RectDelta: 4 } as const;
 
 /** A u64 as two u32 halves (checksums), compared without BigInt on the hot path. */
 export interface U64 {
@@ -192,7 +192,8 @@ export function parseBody(type: number, body: Uint8Array): Packet {
       const codec = r.u8();
       const checksum = r.u64pair();
       const rawLen = r.u32();
-      if (flags & ~3 || flags === 3) throw new ProtocolError(`bad frame flags ${flags}`);
+      // At most one of keyframe, row delta and moved-rectangle delta.
+      if (flags & ~7 || (flags & (flags - 1)) !== 0) throw new ProtocolError(`bad frame flags ${flags}`);
       if (codec > 2) throw new ProtocolError(`unknown codec ${codec}`);
       p = { type, seq, captureUs, flags, codec, checksum, rawLen, payload: r.rest() };
       break;

@@ -125,7 +125,7 @@ function connect(): void {
   goodbyeReason = "";
   setStatus("connecting…");
   sock.onopen = () => {
-    sock.send(v1.hello(v1.Role.Viewer, v1.Caps.Lz4 | v1.Caps.Unchanged | v1.Caps.Xxh3, "screen", token));
+    sock.send(v1.hello(v1.Role.Viewer, v1.Caps.Lz4 | v1.Caps.Unchanged | v1.Caps.Xxh3 | v1.Caps.MovedRects, "screen", token));
   };
   sock.onmessage = (ev: MessageEvent<ArrayBuffer>) => {
     const recvMs = nowMs();

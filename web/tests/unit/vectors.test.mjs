@@ -82,3 +82,43 @@ test("bad framing is refused before buffering", () => {
   f.push(Uint8Array.of(0x46, 0x57, 0x30, 3, 0, 0, 0, 1, 2, 3));
   assert.throws(() => f.next(), /expected 12/);
 });
+
+test("moved-rectangle vectors: each frame turns the picture before into the picture after", async () => {
+  await fw.ready();
+  const dir = new URL("../../../spec/vectors/moves/", import.meta.url);
+  const cases = JSON.parse(readFileSync(new URL("cases.json", dir), "utf8"));
+  assert.equal(cases.length, 5);
+  const hex = (s) => Uint8Array.from(s.match(/../g).map((b) => parseInt(b, 16)));
+  for (const c of cases) {
+    const d = new fw.Decoder();
+    d.push(new Uint8Array(readFileSync(new URL(`${c.name}.bin`, dir))));
+    const f = d.next();
+    assert.equal(f.flags, fw.FrameFlags.RectDelta, c.name);
+    assert.equal(fw.hexU64(f.checksum), c.checksum, c.name);
+    const pic = new fw.Picture(c.width, c.height);
+    const before = hex(c.before);
+    pic.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, before.length, before);
+    pic.apply(f.flags, f.codec, f.rawLen, f.payload);
+    const rows = [];
+    for (let y = 0; y < c.height; y++) {
+      const s = (pic.top + y) % c.height;
+      rows.push(...pic.data.subarray(s * c.width, (s + 1) * c.width));
+    }
+    assert.deepEqual(Buffer.from(rows).toString("hex"), c.after, `${c.name}: the picture after`);
+    assert.equal(fw.hexU64(pic.checksum()), c.checksum, `${c.name}: checksum`);
+  }
+});
+
+test("moved-rectangle headers out of bounds are DecodeErrors", () => {
+  const h = (...v) => new Uint8Array(new Uint16Array(v).buffer);
+  const bad = [
+    h(1, 0), // truncated
+    h(65, 0), // too many moves
+    h(0, 11), // more patches than rows
+    h(1, 0, 0, 0, 5, 5, 6, 0), // a move from outside
+    h(0, 1, 0, 0, 0, 1), // an empty patch
+    h(0, 1, 9, 0, 2, 1), // a patch outside
+  ];
+  for (const p of bad) assert.throws(() => fw.parseRectPlan(p, 10, 10, 0), fw.DecodeError);
+  assert.deepEqual(fw.parseRectPlan(h(1, 0, 0, 0, 5, 5, 5, 0), 10, 10, 0).moves, [{ to: { x: 0, y: 0, w: 5, h: 5 }, dx: 5, dy: 0 }]);
+});

@@ -1,0 +1,347 @@
+//! Finding moved rectangles from the pictures alone (for [`crate::rects`]).
+//!
+//! No search: every step is a hash lookup or a comparison that confirms a guess.
+//! 1. Row hashes the host already has say which rows changed. With fewer than
+//!    [`MIN_CHANGED_ROWS`], nothing is looked for: typing costs what it cost before.
+//! 2. A whole-picture vertical shift is tried first, from the row hashes (as row deltas do):
+//!    rows found exactly once in the previous picture vote for their displacement. It is taken
+//!    when it leaves at most an eighth of the changed rows still different.
+//! 3. Otherwise, in the changed rows of both pictures, **anchors** are found: a pixel that
+//!    differs from a flat run of [`LEAD`] pixels before it (the start of a glyph, a window's
+//!    edge). An anchor's key is the hash of the [`KEY_LEN`] pixels from it on. Anchors depend
+//!    only on content, so content moved by (dx, dy) has the same anchors moved by (dx, dy). Each
+//!    anchor of the new picture whose key occurs once among the old picture's anchors votes
+//!    for that displacement.
+//! 4. For each displacement with enough votes, each voting row is extended left and right
+//!    while the pixels match; the rectangle is what most of those rows share, grown up and
+//!    down while whole rows of it match. Rows inside it that do not match cost a patch; the
+//!    result is exact whatever is found.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::rects::{Move, Rect, MAX_MOVES};
+
+/// Fewer changed rows than this: no moves are looked for.
+pub const MIN_CHANGED_ROWS: usize = 16;
+/// Pixels of flat run before an anchor.
+pub const LEAD: usize = 4;
+/// Pixels an anchor's key covers, from the anchor on.
+pub const KEY_LEN: usize = 32;
+/// Anchors a row contributes at most (bounds the work on noisy content).
+const MAX_ANCHORS_PER_ROW: usize = 48;
+/// Votes a displacement needs to be tried.
+const MIN_VOTES: u32 = 6;
+/// Displacements tried at most.
+const MAX_CANDIDATES: usize = 8;
+/// A move smaller than this is not worth its header.
+const MIN_AREA: usize = 1024;
+const AMBIGUOUS: u32 = u32::MAX;
+const NOWHERE: u32 = u32::MAX - 1;
+
+/// A position as one word (sides are at most 16384).
+fn pack(x: u32, y: usize) -> u32 {
+    (y as u32) << 16 | x
+}
+
+fn unpack(p: u32) -> (u32, u32) {
+    (p & 0xFFFF, p >> 16)
+}
+
+fn key(px: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(px)
+}
+
+/// Keys here are already hashes (or small packed pairs): one multiply spreads them, where the
+/// standard SipHash cost more than the rest of a lookup.
+#[derive(Default)]
+struct Mix(u64);
+
+impl Hasher for Mix {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
+    }
+}
+
+type MixMap<K, V> = HashMap<K, V, BuildHasherDefault<Mix>>;
+
+/// A displacement as one word, for the votes' map.
+fn disp(dx: i32, dy: i32) -> u64 {
+    (dx as u32 as u64) << 32 | dy as u32 as u64
+}
+
+fn word(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// The anchors of one row: (x of the key's start, key).
+fn anchors(row: &[u8], out: &mut Vec<(u32, u64)>) {
+    let w = row.len();
+    let mut run = 1usize;
+    let mut n = 0;
+    let mut x = 1;
+    while x < w {
+        // Where the next pixel differs from the one before it, 8 pixels at a time.
+        let step = if x + 8 <= w {
+            let diff = word(row, x) ^ word(row, x - 1);
+            if diff == 0 {
+                x += 8;
+                run += 8;
+                continue;
+            }
+            (diff.trailing_zeros() / 8) as usize
+        } else {
+            match (x..w).find(|&i| row[i] != row[i - 1]) {
+                Some(i) => i - x,
+                None => return,
+            }
+        };
+        run += step;
+        x += step;
+        if run >= LEAD && x + KEY_LEN <= w {
+            out.push((x as u32, key(&row[x..x + KEY_LEN])));
+            n += 1;
+            if n == MAX_ANCHORS_PER_ROW {
+                return;
+            }
+        }
+        run = 1;
+        x += 1;
+    }
+}
+
+/// How far left of `x` (down to `lo`) and right of it (up to `hi`) `a` and `b` stay equal.
+fn matching_run(a: &[u8], b: &[u8], x: usize, lo: usize, hi: usize) -> (usize, usize) {
+    let (mut l, mut r) = (x, x);
+    while l >= lo + 8 && word(a, l - 8) == word(b, l - 8) {
+        l -= 8;
+    }
+    while l > lo && a[l - 1] == b[l - 1] {
+        l -= 1;
+    }
+    while r + 8 <= hi && word(a, r) == word(b, r) {
+        r += 8;
+    }
+    while r < hi && a[r] == b[r] {
+        r += 1;
+    }
+    (l, r)
+}
+
+/// Buffers reused from frame to frame.
+#[derive(Default)]
+pub struct Finder {
+    /// Anchor key → (where in the new picture, where in the old), or AMBIGUOUS / NOWHERE.
+    table: MixMap<u64, (u32, u32)>,
+    cur_anchors: Vec<(u64, u32)>,
+    votes: MixMap<u64, u32>,
+    /// Anchors of the new picture that matched: (x, y, dx, dy).
+    seeds: Vec<(u32, u32, i32, i32)>,
+    row: Vec<(u32, u64)>,
+    changed: Vec<usize>,
+}
+
+impl Finder {
+    /// The moves that bring `prev` closest to `cur` (both `width` wide, with row hashes).
+    pub fn find(
+        &mut self,
+        prev: &[u8],
+        cur: &[u8],
+        width: usize,
+        prev_hashes: &[u64],
+        cur_hashes: &[u64],
+    ) -> Vec<Move> {
+        let h = cur_hashes.len();
+        if width == 0 || h == 0 || prev_hashes.len() != h || width > u16::MAX as usize {
+            return Vec::new();
+        }
+        self.changed.clear();
+        self.changed
+            .extend((0..h).filter(|&y| prev_hashes[y] != cur_hashes[y]));
+        if self.changed.len() < MIN_CHANGED_ROWS {
+            return Vec::new();
+        }
+        let plan = crate::rows::plan(prev_hashes, cur_hashes);
+        // The whole picture shifted, with few rows left over (a full-screen scroll): one move.
+        // With many left (a page scrolled beside a fixed sidebar), look for rectangles instead.
+        if plan.dy != 0 && plan.rows() * 8 <= self.changed.len() {
+            let d = plan.dy.unsigned_abs();
+            let y = if plan.dy < 0 { d } else { 0 };
+            return vec![Move {
+                to: Rect {
+                    x: 0,
+                    y,
+                    w: width as u32,
+                    h: h as u32 - d,
+                },
+                dx: 0,
+                dy: plan.dy,
+            }];
+        }
+        if !self.vote(prev, cur, width) {
+            return Vec::new();
+        }
+        let mut cands: Vec<((i32, i32), u32)> = self
+            .votes
+            .iter()
+            .filter(|(_, &n)| n >= MIN_VOTES)
+            .map(|(&d, &n)| (((d >> 32) as i32, d as u32 as i32), n))
+            .collect();
+        cands.sort_unstable_by_key(|&(d, n)| (std::cmp::Reverse(n), d));
+        cands.truncate(MAX_CANDIDATES);
+        let mut moves: Vec<Move> = Vec::new();
+        for (d, _) in cands {
+            if moves.len() == MAX_MOVES {
+                break;
+            }
+            if let Some(m) = self.grow(prev, cur, width, h, d) {
+                moves.push(m);
+            }
+        }
+        // Larger moves first: where a smaller one overlaps (a window dragged over a scrolling
+        // page), it is applied later and wins, as the spec's order says.
+        moves.sort_by_key(|m| std::cmp::Reverse(m.to.area()));
+        moves
+    }
+
+    /// Anchors of every other changed row of the new picture, looked up among the anchors of
+    /// every changed row of the old one; votes and seeds. Returns false when the new picture
+    /// has too few anchors to vote (noise, a photograph), before the old one is read.
+    fn vote(&mut self, prev: &[u8], cur: &[u8], width: usize) -> bool {
+        self.table.clear();
+        self.votes.clear();
+        self.seeds.clear();
+        self.cur_anchors.clear();
+        for &y in self.changed.iter().step_by(2) {
+            self.row.clear();
+            anchors(&cur[y * width..(y + 1) * width], &mut self.row);
+            for &(x, k) in &self.row {
+                let at = pack(x, y);
+                self.cur_anchors.push((k, at));
+                // A key twice in the new picture cannot say where either came from.
+                self.table
+                    .entry(k)
+                    .and_modify(|v| v.0 = AMBIGUOUS)
+                    .or_insert((at, NOWHERE));
+            }
+        }
+        if self.cur_anchors.len() < MIN_VOTES as usize {
+            return false;
+        }
+        for &y in &self.changed {
+            self.row.clear();
+            anchors(&prev[y * width..(y + 1) * width], &mut self.row);
+            for &(x, k) in &self.row {
+                if let Some(v) = self.table.get_mut(&k) {
+                    v.1 = if v.1 == NOWHERE {
+                        pack(x, y)
+                    } else {
+                        AMBIGUOUS
+                    };
+                }
+            }
+        }
+        for &(k, at) in &self.cur_anchors {
+            let (c, p) = self.table[&k];
+            if c == AMBIGUOUS || p == AMBIGUOUS || p == NOWHERE {
+                continue;
+            }
+            let ((x, y), (sx, sy)) = (unpack(at), unpack(p));
+            let d = (sx as i32 - x as i32, sy as i32 - y as i32);
+            if d != (0, 0) {
+                *self.votes.entry(disp(d.0, d.1)).or_default() += 1;
+                self.seeds.push((x, y, d.0, d.1));
+            }
+        }
+        true
+    }
+
+    /// The rectangle where displacement `d` holds, from its seeds.
+    fn grow(
+        &self,
+        prev: &[u8],
+        cur: &[u8],
+        width: usize,
+        h: usize,
+        (dx, dy): (i32, i32),
+    ) -> Option<Move> {
+        fn row_of(pic: &[u8], y: usize, width: usize) -> &[u8] {
+            &pic[y * width..(y + 1) * width]
+        }
+        // Each seed row's matching run around its seed (one run per row).
+        let mut runs: Vec<(usize, usize, usize)> = Vec::new(); // y, x0, x1
+        for &(x, y, sdx, sdy) in &self.seeds {
+            if (sdx, sdy) != (dx, dy) || runs.last().is_some_and(|r| r.0 == y as usize) {
+                continue;
+            }
+            let (y, x) = (y as usize, x as usize);
+            let sy = (y as i64 + dy as i64) as usize;
+            let (c, p) = (row_of(cur, y, width), row_of(prev, sy, width));
+            // The new row from `lo` against the old row from `lo + dx`, both `hi - lo` long.
+            let lo = (-(dx as i64)).max(0) as usize;
+            let hi = (width as i64 - (dx as i64).max(0)) as usize;
+            let sl = (lo as i64 + dx as i64) as usize;
+            let (a, b) = matching_run(&c[lo..hi], &p[sl..sl + (hi - lo)], x - lo, 0, hi - lo);
+            let (a, b) = (a + lo, b + lo);
+            if b > a {
+                runs.push((y, a, b));
+            }
+        }
+        if runs.len() < 4 {
+            return None;
+        }
+        // Most rows start at or left of x0 and end at or right of x1.
+        let mut starts: Vec<usize> = runs.iter().map(|r| r.1).collect();
+        let mut ends: Vec<usize> = runs.iter().map(|r| r.2).collect();
+        starts.sort_unstable();
+        ends.sort_unstable();
+        let x0 = starts[starts.len() * 4 / 5];
+        let x1 = ends[ends.len() / 5];
+        if x1 <= x0 + 8 {
+            return None;
+        }
+        let (ylo, yhi) = (
+            (-(dy as i64)).max(0) as usize,
+            (h as i64 - (dy as i64).max(0)) as usize,
+        );
+        let fits = |y: usize| {
+            let sy = (y as i64 + dy as i64) as usize;
+            let sx = (x0 as i64 + dx as i64) as usize;
+            cur[y * width + x0..y * width + x1]
+                == prev[sy * width + sx..sy * width + sx + (x1 - x0)]
+        };
+        let (mut y0, mut y1) = (runs[0].0, runs[runs.len() - 1].0 + 1);
+        while y0 < y1 && !fits(y0) {
+            y0 += 1;
+        }
+        while y1 > y0 && !fits(y1 - 1) {
+            y1 -= 1;
+        }
+        while y0 > ylo && fits(y0 - 1) {
+            y0 -= 1;
+        }
+        while y1 < yhi && fits(y1) {
+            y1 += 1;
+        }
+        let to = Rect {
+            x: x0 as u32,
+            y: y0 as u32,
+            w: (x1 - x0) as u32,
+            h: y1.saturating_sub(y0) as u32,
+        };
+        // Half its rows at least must match whole: a displacement that only lines up here and
+        // there (repeated text) would cost more patches than it saves.
+        let fitting = (y0..y1).filter(|&y| fits(y)).count();
+        (to.area() >= MIN_AREA && 2 * fitting >= (y1 - y0)).then_some(Move { to, dx, dy })
+    }
+}

@@ -1,0 +1,386 @@
+//! Moved-rectangle deltas: rectangles of the previous picture moved by (dx, dy), then patches
+//! XORed over whatever still differs.
+//!
+//! A real screen seldom scrolls as a whole: a browser scrolls its page under a fixed toolbar,
+//! sidebar and scrollbar; a terminal scrolls inside its window; a dragged window moves over a
+//! still desktop; typing changes a glyph in a row. A row delta (see [`crate::rows`]) can only
+//! shift the whole picture and send whole rows, so all of these cost every changed row in
+//! full. Here the host says "this rectangle came from there" (found by [`crate::motion`]) and
+//! sends only the pixels that still differ, as rectangles as narrow as the change.
+//!
+//! Payload layout (spec/PROTOCOL.md, "Moved-rectangle deltas"), all little-endian:
+//! `nmoves:u16, npatches:u16`, `nmoves × (x:u16, y:u16, w:u16, h:u16, dx:i16, dy:i16)`,
+//! `npatches × (x:u16, y:u16, w:u16, h:u16)`, then one compressed block of `Σ w × h` bytes:
+//! each patch's rows, top to bottom, XORed with the picture after the moves.
+//! Every move reads the picture as it was before this frame, in order (a later move's
+//! destination wins where two overlap); then each patch is XORed, in order.
+
+use crate::block::{BlockCodec, CodecError};
+
+/// At most this many moves in one delta.
+pub const MAX_MOVES: usize = 64;
+const MOVE_LEN: usize = 12;
+const PATCH_LEN: usize = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Rect {
+    pub x: u32,
+    pub y: u32,
+    pub w: u32,
+    pub h: u32,
+}
+
+impl Rect {
+    pub fn area(&self) -> usize {
+        self.w as usize * self.h as usize
+    }
+    pub fn intersects(&self, o: &Rect) -> bool {
+        self.x < o.x + o.w && o.x < self.x + self.w && self.y < o.y + o.h && o.y < self.y + self.h
+    }
+}
+
+/// The destination `to` takes the pixels of the previous picture at `to` + (dx, dy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Move {
+    pub to: Rect,
+    pub dx: i32,
+    pub dy: i32,
+}
+
+/// What a moved-rectangle delta carries, before its pixels.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RectPlan {
+    pub moves: Vec<Move>,
+    pub patches: Vec<Rect>,
+}
+
+impl RectPlan {
+    /// Decoded size of the patch data.
+    pub fn patch_bytes(&self) -> usize {
+        self.patches.iter().map(Rect::area).sum()
+    }
+    pub fn is_unchanged(&self) -> bool {
+        self.moves.is_empty() && self.patches.is_empty()
+    }
+    fn header_len(&self) -> usize {
+        4 + MOVE_LEN * self.moves.len() + PATCH_LEN * self.patches.len()
+    }
+}
+
+/// Writes the plan's header (the pixel block follows).
+pub fn write_header(plan: &RectPlan, out: &mut Vec<u8>) {
+    let u16s = |out: &mut Vec<u8>, v: &[u32]| {
+        for &x in v {
+            out.extend_from_slice(&(x as u16).to_le_bytes());
+        }
+    };
+    out.extend_from_slice(&(plan.moves.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(plan.patches.len() as u16).to_le_bytes());
+    for m in &plan.moves {
+        let r = m.to;
+        u16s(out, &[r.x, r.y, r.w, r.h]);
+        out.extend_from_slice(&(m.dx as i16).to_le_bytes());
+        out.extend_from_slice(&(m.dy as i16).to_le_bytes());
+    }
+    for r in &plan.patches {
+        u16s(out, &[r.x, r.y, r.w, r.h]);
+    }
+}
+
+/// Parses and bounds-checks a header for a `width` × `height` picture: every rectangle and
+/// every move's source inside the picture, at most [`MAX_MOVES`] moves and `height` patches,
+/// and patches of at most a picture's worth of pixels together. Returns the plan and where the
+/// pixel block starts.
+pub fn parse_header(
+    payload: &[u8],
+    width: usize,
+    height: usize,
+) -> Result<(RectPlan, usize), CodecError> {
+    let bad = |why: &str| CodecError::Corrupt(format!("moved-rectangle delta: {why}"));
+    let u16_at = |o: usize| {
+        payload
+            .get(o..o + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .ok_or_else(|| bad("truncated header"))
+    };
+    let (nmoves, npatches) = (u16_at(0)? as usize, u16_at(2)? as usize);
+    if nmoves > MAX_MOVES {
+        return Err(bad("too many moves"));
+    }
+    if npatches > height {
+        return Err(bad("more patches than rows"));
+    }
+    let rect = |o: usize| -> Result<Rect, CodecError> {
+        let r = Rect {
+            x: u16_at(o)? as u32,
+            y: u16_at(o + 2)? as u32,
+            w: u16_at(o + 4)? as u32,
+            h: u16_at(o + 6)? as u32,
+        };
+        let inside =
+            r.w > 0 && r.h > 0 && (r.x + r.w) as usize <= width && (r.y + r.h) as usize <= height;
+        inside
+            .then_some(r)
+            .ok_or_else(|| bad("an empty rectangle or one outside the picture"))
+    };
+    let mut plan = RectPlan::default();
+    let mut at = 4;
+    for _ in 0..nmoves {
+        let to = rect(at)?;
+        let dx = u16_at(at + 8)? as i16 as i32;
+        let dy = u16_at(at + 10)? as i16 as i32;
+        let (sx, sy) = (to.x as i64 + dx as i64, to.y as i64 + dy as i64);
+        if sx < 0 || sy < 0 || sx + to.w as i64 > width as i64 || sy + to.h as i64 > height as i64 {
+            return Err(bad("a move from outside the picture"));
+        }
+        plan.moves.push(Move { to, dx, dy });
+        at += MOVE_LEN;
+    }
+    let mut area = 0usize;
+    for _ in 0..npatches {
+        let r = rect(at)?;
+        area += r.area();
+        if area > width * height {
+            return Err(bad("patches larger than the picture"));
+        }
+        plan.patches.push(r);
+        at += PATCH_LEN;
+    }
+    Ok((plan, at))
+}
+
+/// Applies the moves to `pic` (rows packed, `width` wide), reading from `before`, a copy of
+/// `pic` as it was before the first move.
+pub fn apply_moves(pic: &mut [u8], before: &[u8], width: usize, moves: &[Move]) {
+    for m in moves {
+        let r = m.to;
+        let (x, w) = (r.x as usize, r.w as usize);
+        let sx = (r.x as i64 + m.dx as i64) as usize;
+        for y in r.y as usize..(r.y + r.h) as usize {
+            let sy = (y as i64 + m.dy as i64) as usize;
+            pic[y * width + x..y * width + x + w]
+                .copy_from_slice(&before[sy * width + sx..sy * width + sx + w]);
+        }
+    }
+}
+
+/// XORs the patch data (each patch's rows in order) into `pic`.
+pub fn apply_patches(pic: &mut [u8], width: usize, patches: &[Rect], data: &[u8]) {
+    let mut off = 0;
+    for r in patches {
+        let (x, w) = (r.x as usize, r.w as usize);
+        for y in r.y as usize..(r.y + r.h) as usize {
+            let row = &mut pic[y * width + x..y * width + x + w];
+            crate::delta::xor_in_place(row, &data[off..off + w]);
+            off += w;
+        }
+    }
+}
+
+/// The first and one-past-the-last byte where `a` and `b` differ, if they do.
+fn diff_span(a: &[u8], b: &[u8]) -> Option<(usize, usize)> {
+    let first = first_diff(a, b)?;
+    let mut last = a.len();
+    // From the right, 8 bytes at a time, then byte by byte.
+    while last >= first + 8 && a[last - 8..last] == b[last - 8..last] {
+        last -= 8;
+    }
+    while a[last - 1] == b[last - 1] {
+        last -= 1;
+    }
+    Some((first, last))
+}
+
+fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i + 8 <= a.len() && a[i..i + 8] == b[i..i + 8] {
+        i += 8;
+    }
+    (i..a.len()).find(|&k| a[k] != b[k])
+}
+
+/// Columns closer than this merge into one patch: a patch costs 8 bytes of header, and a run
+/// of unchanged (zero after XOR) pixels costs LZ4 about one byte per 255.
+const MERGE_GAP: usize = 64;
+
+/// The patches that turn `reference` into `cur`: for each row that differs, the span from its
+/// first to its last differing pixel; consecutive rows with overlapping or nearby spans merge
+/// into one rectangle. `same(y)` says a row is known to be equal without comparing (its hash
+/// matched and no move touched it).
+pub fn plan_patches(
+    reference: &[u8],
+    cur: &[u8],
+    width: usize,
+    same: impl Fn(usize) -> bool,
+) -> Vec<Rect> {
+    let h = cur.len().checked_div(width).unwrap_or(0);
+    let mut out: Vec<Rect> = Vec::new();
+    let mut open: Option<(usize, usize, usize, usize)> = None; // y0, rows, x0, x1
+    for y in 0..h {
+        let span = if same(y) {
+            None
+        } else {
+            diff_span(
+                &reference[y * width..(y + 1) * width],
+                &cur[y * width..(y + 1) * width],
+            )
+        };
+        open = match (open, span) {
+            (Some((y0, n, x0, x1)), Some((a, b)))
+                if y0 + n == y && a < x1 + MERGE_GAP && x0 < b + MERGE_GAP =>
+            {
+                Some((y0, n + 1, x0.min(a), x1.max(b)))
+            }
+            (prev, span) => {
+                if let Some(p) = prev {
+                    out.push(patch(p));
+                }
+                span.map(|(a, b)| (y, 1, a, b))
+            }
+        };
+    }
+    if let Some(p) = open {
+        out.push(patch(p));
+    }
+    out
+}
+
+fn patch((y0, n, x0, x1): (usize, usize, usize, usize)) -> Rect {
+    Rect {
+        x: x0 as u32,
+        y: y0 as u32,
+        w: (x1 - x0) as u32,
+        h: n as u32,
+    }
+}
+
+/// Buffers an encoder reuses from frame to frame.
+#[derive(Default)]
+pub struct Scratch {
+    reference: Vec<u8>,
+    xor: Vec<u8>,
+    block: Vec<u8>,
+}
+
+/// Encodes `cur` against `prev` (both `width` wide, with their row hashes) with `moves` into
+/// `out`; returns the plan. Rows no move touches are compared by hash first.
+#[allow(clippy::too_many_arguments)]
+pub fn encode(
+    prev: &[u8],
+    cur: &[u8],
+    width: usize,
+    prev_hashes: &[u64],
+    cur_hashes: &[u64],
+    moves: Vec<Move>,
+    codec: BlockCodec,
+    s: &mut Scratch,
+    out: &mut Vec<u8>,
+) -> Result<RectPlan, CodecError> {
+    let h = cur.len().checked_div(width).unwrap_or(0);
+    let mut moved = vec![false; h];
+    for m in &moves {
+        moved[m.to.y as usize..(m.to.y + m.to.h) as usize].fill(true);
+    }
+    let reference: &[u8] = if moves.is_empty() {
+        prev
+    } else {
+        s.reference.clear();
+        s.reference.extend_from_slice(prev);
+        apply_moves(&mut s.reference, prev, width, &moves);
+        &s.reference
+    };
+    let same = |y: usize| !moved[y] && prev_hashes.get(y) == cur_hashes.get(y);
+    let patches = plan_patches(reference, cur, width, same);
+    s.xor.clear();
+    for r in &patches {
+        let (x, w) = (r.x as usize, r.w as usize);
+        for y in r.y as usize..(r.y + r.h) as usize {
+            let (c, p) = (
+                &cur[y * width + x..y * width + x + w],
+                &reference[y * width + x..y * width + x + w],
+            );
+            s.xor.extend(c.iter().zip(p).map(|(a, b)| a ^ b));
+        }
+    }
+    let plan = RectPlan { moves, patches };
+    out.clear();
+    out.reserve(plan.header_len());
+    write_header(&plan, out);
+    codec.compress(&s.xor, &mut s.block)?;
+    out.extend_from_slice(&s.block);
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_are_exact() {
+        let a = vec![0u8; 100];
+        let mut b = a.clone();
+        assert_eq!(diff_span(&a, &b), None);
+        b[17] = 1;
+        b[70] = 2;
+        assert_eq!(diff_span(&a, &b), Some((17, 71)));
+        b[99] = 3;
+        assert_eq!(diff_span(&a, &b), Some((17, 100)));
+    }
+
+    #[test]
+    fn nearby_rows_merge_and_distant_ones_do_not() {
+        let w = 400;
+        let a = vec![0u8; w * 6];
+        let mut b = a.clone();
+        b[10] = 1; // row 0, x 10
+        b[w + 40] = 1; // row 1, x 40: merges
+        b[3 * w + 300] = 1; // row 3, x 300: a gap row, a new patch
+        let p = plan_patches(&a, &b, w, |_| false);
+        assert_eq!(
+            p,
+            vec![
+                Rect {
+                    x: 10,
+                    y: 0,
+                    w: 31,
+                    h: 2
+                },
+                Rect {
+                    x: 300,
+                    y: 3,
+                    w: 1,
+                    h: 1
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn hostile_headers_are_refused() {
+        let h = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let (w, ht) = (10, 10);
+        assert!(parse_header(&h(&[0, 0]), w, ht).is_ok());
+        assert!(parse_header(&h(&[1, 0]), w, ht).is_err(), "truncated");
+        assert!(parse_header(&h(&[65, 0]), w, ht).is_err(), "too many moves");
+        assert!(
+            parse_header(&h(&[0, 11]), w, ht).is_err(),
+            "more patches than rows"
+        );
+        // A move to (0,0) 5×5 from (+6, 0): its source leaves the picture.
+        assert!(parse_header(&h(&[1, 0, 0, 0, 5, 5, 6, 0]), w, ht).is_err());
+        assert!(parse_header(&h(&[1, 0, 0, 0, 5, 5, 5, 0]), w, ht).is_ok());
+        assert!(parse_header(&h(&[1, 0, 1, 1, 5, 5, (-2i16) as u16, 0]), w, ht).is_err());
+        assert!(
+            parse_header(&h(&[0, 1, 0, 0, 0, 1]), w, ht).is_err(),
+            "empty patch"
+        );
+        assert!(
+            parse_header(&h(&[0, 1, 9, 0, 2, 1]), w, ht).is_err(),
+            "patch outside"
+        );
+        assert!(
+            parse_header(&h(&[0, 2, 0, 0, 10, 10, 0, 0, 1, 1]), w, ht).is_err(),
+            "patches larger than the picture"
+        );
+    }
+}

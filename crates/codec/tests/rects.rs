@@ -1,0 +1,274 @@
+//! Moved-rectangle deltas decode exactly: random pictures with random rectangles moved by
+//! random amounts and random edits, through the host encoder and the viewer's picture, and
+//! hand-made plans through the definition (`apply_moves` then `apply_patches`).
+
+use std::sync::Arc;
+
+use framewire_codec::checksum::{picture_checksum, row_hashes};
+use framewire_codec::motion::{Finder, MIN_CHANGED_ROWS};
+use framewire_codec::rects::{self, Move, Rect, RectPlan};
+use framewire_codec::{BlockCodec, EncodedKind, HostEncoder, Picture};
+use proptest::prelude::*;
+
+/// Text-like content: runs of dark "glyph" pixels on white, varied by `seed`.
+fn page(w: usize, h: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut p = vec![255u8; w * h];
+    for y in 0..h {
+        let mut x = (next() % 7) as usize;
+        while x + 8 < w {
+            let len = 1 + (next() % 5) as usize;
+            for i in 0..len {
+                p[y * w + x + i] = (next() % 180) as u8;
+            }
+            x += len + 2 + (next() % 9) as usize;
+        }
+    }
+    p
+}
+
+/// A rectangle of `p` moved by (dx, dy) (source clipped to the picture), as a window drag or
+/// a scroll inside a region does.
+fn moved(
+    p: &[u8],
+    w: usize,
+    h: usize,
+    r: (usize, usize, usize, usize),
+    dx: i32,
+    dy: i32,
+) -> Vec<u8> {
+    let mut out = p.to_vec();
+    let (x0, y0, rw, rh) = r;
+    for y in y0..(y0 + rh).min(h) {
+        for x in x0..(x0 + rw).min(w) {
+            let (sx, sy) = (x as i64 + dx as i64, y as i64 + dy as i64);
+            if sx >= 0 && sy >= 0 && (sx as usize) < w && (sy as usize) < h {
+                out[y * w + x] = p[sy as usize * w + sx as usize];
+            }
+        }
+    }
+    out
+}
+
+fn decode(pic: &mut Picture, kind: EncodedKind, codec: BlockCodec, out: &[u8]) {
+    match kind {
+        EncodedKind::Unchanged => {}
+        EncodedKind::Keyframe(_) => pic.decode(true, codec, out).unwrap(),
+        EncodedKind::RectDelta => pic.decode_rects(codec, out).unwrap(),
+        k => panic!("a rect encoder made {k:?}"),
+    }
+    pic.apply();
+}
+
+type Step = ((usize, usize, usize, usize), i32, i32, Vec<(usize, u8)>);
+
+fn step() -> impl Strategy<Value = Step> {
+    (
+        (0usize..96, 0usize..80, 8usize..96, 8usize..80),
+        -40i32..40,
+        -40i32..40,
+        proptest::collection::vec((0usize..96 * 80, any::<u8>()), 0..6),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn random_moved_rectangles_decode_exactly(seed in any::<u64>(), steps in proptest::collection::vec(step(), 1..8), lz4 in any::<bool>()) {
+        let (w, h) = (96usize, 80usize);
+        let codec = if lz4 { BlockCodec::Lz4 } else { BlockCodec::Raw };
+        let mut e = HostEncoder::new(codec, 0).with_rects(true);
+        let mut pic = Picture::new(w as u32, h as u32);
+        let mut out = Vec::new();
+        let mut cur = page(w, h, seed);
+        let mut hashes = Vec::new();
+        for (i, (r, dx, dy, edits)) in std::iter::once(((0, 0, 0, 0), 0, 0, vec![])).chain(steps).enumerate() {
+            if i > 0 {
+                cur = moved(&cur, w, h, r, dx, dy);
+                for (at, v) in edits { cur[at] = v; }
+            }
+            row_hashes(&cur, w, &mut hashes);
+            let (enc, _) = e.encode_hashed(Arc::new(cur.clone()), w, &hashes, &mut out).unwrap();
+            decode(&mut pic, enc.kind, codec, &out);
+            prop_assert!(pic.equals(&cur), "picture {} differs", i);
+            prop_assert_eq!(pic.checksum(), picture_checksum(&cur, w));
+        }
+    }
+
+    /// Any valid plan, applied by the viewer's picture, equals the definition applied to a
+    /// plain copy: moves read the picture before the frame, in order; then patches XOR.
+    #[test]
+    fn the_picture_applies_any_plan_as_defined(
+        seed in any::<u64>(),
+        shift_first in -20i32..20,
+        moves in proptest::collection::vec((0u32..40, 0u32..30, 1u32..40, 1u32..30, -40i32..40, -30i32..30), 0..5),
+        patches in proptest::collection::vec((0u32..40, 0u32..30, 1u32..40, 1u32..30, any::<u8>()), 0..5),
+    ) {
+        let (w, h) = (40usize, 30usize);
+        let key = page(w, h, seed);
+        let mut pic = Picture::new(w as u32, h as u32);
+        let mut k = Vec::new();
+        BlockCodec::Raw.compress(&key, &mut k).unwrap();
+        pic.decode(true, BlockCodec::Raw, &k).unwrap();
+        pic.apply();
+        // First a whole-picture shift (the ring moves), so later frames start from a ring.
+        let mut model = key.clone();
+        let d = shift_first.unsigned_abs();
+        if d > 0 {
+            let y = if shift_first < 0 { d } else { 0 };
+            let m = Move { to: Rect { x: 0, y, w: w as u32, h: h as u32 - d }, dx: 0, dy: shift_first };
+            let plan = RectPlan { moves: vec![m], patches: vec![] };
+            apply(&mut pic, &plan, &[]);
+            let before = model.clone();
+            rects::apply_moves(&mut model, &before, w, &plan.moves);
+            prop_assert!(pic.equals(&model));
+        }
+        let clip = |x: u32, y: u32, rw: u32, rh: u32| Rect { x, y, w: rw.min(w as u32 - x), h: rh.min(h as u32 - y) };
+        let mut plan = RectPlan::default();
+        for (x, y, rw, rh, dx, dy) in moves {
+            let to = clip(x, y, rw, rh);
+            let sx = (x as i32 + dx).clamp(0, (w as u32 - to.w) as i32);
+            let sy = (y as i32 + dy).clamp(0, (h as u32 - to.h) as i32);
+            plan.moves.push(Move { to, dx: sx - x as i32, dy: sy - y as i32 });
+        }
+        let mut data = Vec::new();
+        for (x, y, rw, rh, v) in patches {
+            let r = clip(x, y, rw, rh);
+            if plan.patch_bytes() + r.area() > w * h {
+                continue; // patches may hold a picture's worth of pixels at most
+            }
+            data.extend((0..r.area()).map(|i| v.wrapping_add(i as u8)));
+            plan.patches.push(r);
+        }
+        apply(&mut pic, &plan, &data);
+        let before = model.clone();
+        rects::apply_moves(&mut model, &before, w, &plan.moves);
+        rects::apply_patches(&mut model, w, &plan.patches, &data);
+        prop_assert!(pic.equals(&model));
+        prop_assert_eq!(pic.checksum(), picture_checksum(&model, w));
+    }
+
+    #[test]
+    fn garbage_headers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..128), w in 0usize..64, h in 0usize..64) {
+        let _ = rects::parse_header(&bytes, w, h);
+    }
+}
+
+fn apply(pic: &mut Picture, plan: &RectPlan, data: &[u8]) {
+    let mut payload = Vec::new();
+    rects::write_header(plan, &mut payload);
+    let mut block = Vec::new();
+    BlockCodec::Raw.compress(data, &mut block).unwrap();
+    payload.extend_from_slice(&block);
+    pic.decode_rects(BlockCodec::Raw, &payload).unwrap();
+    pic.apply();
+}
+
+/// A page scrolled inside a column while its sides stay costs a small fraction of the rows it
+/// changed: the move is found, and only the new rows are sent.
+#[test]
+fn a_scrolled_column_costs_little() {
+    let (w, h) = (640usize, 480usize);
+    let prev = page(w, h, 11);
+    let mut cur = moved(&prev, w, h, (200, 0, 300, h), 0, 24);
+    // The rows scrolled in at the bottom of the column.
+    let fresh = page(w, h, 12);
+    for y in h - 24..h {
+        cur[y * w + 200..y * w + 500].copy_from_slice(&fresh[y * w + 200..y * w + 500]);
+    }
+    let mut hashes = Vec::new();
+    let mut e = HostEncoder::new(BlockCodec::Lz4, 0).with_rects(true);
+    let mut rows_e = HostEncoder::new(BlockCodec::Lz4, 0);
+    let mut out = Vec::new();
+    row_hashes(&prev, w, &mut hashes);
+    e.encode_hashed(Arc::new(prev.clone()), w, &hashes, &mut out)
+        .unwrap();
+    rows_e
+        .encode_hashed(Arc::new(prev.clone()), w, &hashes, &mut out)
+        .unwrap();
+    row_hashes(&cur, w, &mut hashes);
+    let (r, _) = e
+        .encode_hashed(Arc::new(cur.clone()), w, &hashes, &mut out)
+        .unwrap();
+    let (rows, _) = rows_e
+        .encode_hashed(Arc::new(cur.clone()), w, &hashes, &mut out)
+        .unwrap();
+    assert_eq!(r.kind, EncodedKind::RectDelta);
+    // No more than the new rows themselves (24 × 300 bytes) and the header.
+    assert!(r.payload_len < 24 * 300 + 256, "{} bytes", r.payload_len);
+    assert!(
+        r.payload_len * 10 < rows.payload_len,
+        "{} vs row delta {}",
+        r.payload_len,
+        rows.payload_len
+    );
+}
+
+fn hashes_of(p: &[u8], w: usize) -> Vec<u64> {
+    let mut v = Vec::new();
+    row_hashes(p, w, &mut v);
+    v
+}
+
+#[test]
+fn a_scrolled_column_between_fixed_sides_is_one_move() {
+    let (w, h) = (320, 200);
+    let prev = page(w, h, 7);
+    let mut cur = prev.clone();
+    // Columns 100..260 scroll up by 13 rows; the sides stay; new text comes in below.
+    let fresh = page(w, h, 99);
+    for y in 0..h {
+        for x in 100..260 {
+            cur[y * w + x] = if y + 13 < h {
+                prev[(y + 13) * w + x]
+            } else {
+                fresh[y * w + x]
+            };
+        }
+    }
+    let moves = Finder::default().find(&prev, &cur, w, &hashes_of(&prev, w), &hashes_of(&cur, w));
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    let m = moves[0];
+    assert_eq!((m.dx, m.dy), (0, 13));
+    assert!(m.to.x <= 100 && m.to.x + m.to.w >= 250, "{m:?}");
+    assert!(m.to.h >= 150, "{m:?}");
+}
+
+#[test]
+fn a_window_moved_diagonally_is_found() {
+    let (w, h) = (320, 240);
+    let bg = vec![40u8; w * h];
+    let win = page(120, 90, 5);
+    let put = |x0: usize, y0: usize| {
+        let mut p = bg.clone();
+        for y in 0..90 {
+            p[(y0 + y) * w + x0..(y0 + y) * w + x0 + 120]
+                .copy_from_slice(&win[y * 120..(y + 1) * 120]);
+        }
+        p
+    };
+    let (prev, cur) = (put(30, 40), put(37, 43));
+    let moves = Finder::default().find(&prev, &cur, w, &hashes_of(&prev, w), &hashes_of(&cur, w));
+    assert!(!moves.is_empty());
+    assert_eq!((moves[0].dx, moves[0].dy), (-7, -3));
+    assert!(moves[0].to.area() >= 100 * 80, "{:?}", moves[0]);
+}
+
+#[test]
+fn a_few_changed_rows_look_for_nothing() {
+    let (w, h) = (100, 50);
+    let prev = page(w, h, 3);
+    let mut cur = prev.clone();
+    for y in 10..10 + MIN_CHANGED_ROWS - 1 {
+        cur[y * w + 5] ^= 0x55;
+    }
+    let moves = Finder::default().find(&prev, &cur, w, &hashes_of(&prev, w), &hashes_of(&cur, w));
+    assert!(moves.is_empty());
+}
