@@ -63,6 +63,8 @@ pub(crate) enum Form {
     Rows,
     /// Moved-rectangle deltas: moves, then patches as narrow as the change.
     Rects,
+    /// Moved-rectangle deltas of three stacked colour planes.
+    Colour,
 }
 
 /// One way of encoding the same pictures, with its own viewer-side picture.
@@ -81,8 +83,13 @@ pub(crate) struct Path {
 impl Path {
     pub fn new(codec: BlockCodec, res: Resolution, form: Form) -> Path {
         Path {
-            enc: HostEncoder::new(codec, 0).with_rects(form == Form::Rects),
-            pic: Picture::new(res.width, res.height),
+            enc: HostEncoder::new(codec, 0)
+                .with_rects(matches!(form, Form::Rects | Form::Colour))
+                .with_planes(if form == Form::Colour { 3 } else { 1 }),
+            pic: Picture::new(
+                res.width,
+                res.height * if form == Form::Colour { 3 } else { 1 },
+            ),
             row_width: (form != Form::Full).then_some(res.width as usize),
             codec,
             out: Vec::new(),

@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use framewire_capture::Resolution;
-use framewire_codec::checksum::checksum_of_rows;
+use framewire_codec::checksum::{checksum_of_rows, row_hashes};
+use framewire_codec::colour::{ingest_planes, PLANES};
 use framewire_codec::grey::PixelOrder;
 use framewire_codec::ingest::{ingest, Previous, Source};
 use framewire_codec::{BlockCodec, EncodedKind};
@@ -19,7 +20,7 @@ use framewire_telemetry::stats::median;
 use serde::Serialize;
 
 use crate::args::BenchCodecArgs;
-use crate::codec::{ms, PathResult, Paths};
+use crate::codec::{ms, Form, Path, PathResult, Paths};
 
 #[derive(Serialize)]
 struct InputRow {
@@ -34,9 +35,27 @@ struct InputRow {
     rows: PathResult,
     full: PathResult,
     rects: PathResult,
+    /// Colour: planes G, R − G, B − G with moved rectangles; its first stage (planes + row
+    /// hashes of the damaged rows) over the pictures that changed.
+    colour: PathResult,
+    colour_ingest_ms_p50: f64,
+    colour_keyframe_bytes: usize,
+    /// The alternative measured beside it: planes R, G, B, same encoder.
+    colour_rgb: PathResult,
     keyframe_bytes: usize,
     /// The recording's own size on disk per changed picture (colour, LZ4 of XOR), for scale.
     recording_bytes_per_changed_frame: f64,
+}
+
+/// Planes R, G, B without the transform: the alternative the colour format is measured against.
+fn rgb_planes(bgra: &[u8], out: &mut Vec<u8>) {
+    let n = bgra.len() / 4;
+    out.resize(n * 3, 0);
+    let (r, gb) = out.split_at_mut(n);
+    let (g, b) = gb.split_at_mut(n);
+    for (i, px) in bgra.chunks_exact(4).enumerate() {
+        (r[i], g[i], b[i]) = (px[2], px[1], px[0]);
+    }
 }
 
 fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
@@ -50,6 +69,13 @@ fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
         height: h.height,
     };
     let mut paths = Paths::new(codec, res);
+    let mut colour = Path::new(codec, res, Form::Colour);
+    let mut colour_rgb = Path::new(codec, res, Form::Colour);
+    let (mut planes, mut rgb) = (Arc::new(Vec::new()), Arc::new(Vec::new()));
+    let (mut plane_hashes, mut prev_plane_hashes, mut rgb_hashes) = (vec![], vec![], vec![]);
+    let mut colour_ms = Vec::new();
+    let mut colour_key = 0;
+    let mut colour_pool: Vec<Arc<Vec<u8>>> = Vec::new();
     let mut pool: Vec<Arc<Vec<u8>>> = Vec::new();
     let (mut prev, mut prev_hashes): (Option<Arc<Vec<u8>>>, Vec<u64>) = (None, Vec::new());
     let mut hashes = Vec::new();
@@ -78,8 +104,40 @@ fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
             &mut hashes,
         );
         let g = ms(t);
-        let sum = checksum_of_rows(&hashes);
+        // Colour: into a recycled buffer (the encoder keeps the last as its reference).
+        let mut next = match colour_pool.iter().position(|b| Arc::strong_count(b) == 1) {
+            Some(k) => colour_pool.swap_remove(k),
+            None => Arc::new(vec![0u8; res.pixels() * PLANES]),
+        };
+        let t = Instant::now();
+        ingest_planes(
+            Source::new(f.bgra, PixelOrder::Bgra, h.width as usize),
+            (frames > 0).then(|| Previous {
+                grey: &planes,
+                hashes: &prev_plane_hashes,
+            }),
+            damage.as_deref().filter(|_| frames > 0),
+            Arc::get_mut(&mut next).context("fresh")?,
+            &mut plane_hashes,
+        );
+        let cms = ms(t);
+        let old = std::mem::replace(&mut planes, next);
+        if !old.is_empty() {
+            colour_pool.push(old);
+        }
+        rgb_planes(f.bgra, Arc::make_mut(&mut rgb));
+        row_hashes(&rgb, h.width as usize, &mut rgb_hashes);
         let record = frames > 0;
+        let csum = checksum_of_rows(&plane_hashes);
+        let ck = colour.step(&planes, &plane_hashes, csum, record)?;
+        colour_rgb.step(&rgb, &rgb_hashes, checksum_of_rows(&rgb_hashes), record)?;
+        if frames == 0 {
+            colour_key = colour.out.len();
+        } else if ck != EncodedKind::Unchanged {
+            colour_ms.push(cms);
+        }
+        std::mem::swap(&mut prev_plane_hashes, &mut plane_hashes);
+        let sum = checksum_of_rows(&hashes);
         let kind = paths.step(frames, &grey, &hashes, sum, record)?;
         if frames == 0 {
             key_bytes = paths.rows.out.len();
@@ -111,6 +169,10 @@ fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
         rows: paths.rows.result(),
         full: paths.full.result(),
         rects: paths.rects.result(),
+        colour: colour.result(),
+        colour_ingest_ms_p50: median(&mut colour_ms),
+        colour_keyframe_bytes: colour_key,
+        colour_rgb: colour_rgb.result(),
         keyframe_bytes: key_bytes,
         recording_bytes_per_changed_frame: disk as f64 / changed.max(1) as f64,
     })
@@ -169,6 +231,26 @@ pub fn run(a: &BenchCodecArgs) -> anyhow::Result<()> {
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!();
+    println!("colour (planes G, R-G, B-G, moved rectangles), same pictures; the alternative: planes R, G, B");
+    println!(
+        "{:<22} {:>8} {:>8} {:>8} {:>10} {:>9} | {:>10} | {:>12}",
+        "input", "planes+h", "enc", "dec", "B/chg", "key B", "RGB B/chg", "colour÷grey"
+    );
+    for r in &out {
+        println!(
+            "{:<22} {:>8.3} {:>8.3} {:>8.3} {:>10.0} {:>9} | {:>10.0} | {:>12.2}",
+            r.input,
+            r.colour_ingest_ms_p50,
+            r.colour.delta_compress_ms_p50,
+            r.colour.decode_apply_ms_p50,
+            r.colour.bytes_per_changed_frame_mean,
+            r.colour_keyframe_bytes,
+            r.colour_rgb.bytes_per_changed_frame_mean,
+            r.colour.bytes_per_changed_frame_mean / r.rects.bytes_per_changed_frame_mean.max(1.0)
+        );
     }
     Ok(())
 }

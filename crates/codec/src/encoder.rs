@@ -56,6 +56,9 @@ pub struct HostEncoder {
     key_requested: bool,
     /// Deltas with row hashes are moved-rectangle deltas instead of row deltas.
     rects: bool,
+    /// Planes stacked in each picture (1 grey, 3 colour): moves are found in the first and
+    /// made the same in each.
+    planes: usize,
     finder: crate::motion::Finder,
     rect_scratch: crate::rects::Scratch,
 }
@@ -72,6 +75,7 @@ impl HostEncoder {
             changed_since_key: 0,
             key_requested: false,
             rects: false,
+            planes: 1,
             finder: Default::default(),
             rect_scratch: Default::default(),
         }
@@ -81,6 +85,12 @@ impl HostEncoder {
     /// moved-rectangle deltas ([`EncodedKind::RectDelta`]) instead of row deltas.
     pub fn with_rects(mut self, on: bool) -> Self {
         self.rects = on;
+        self
+    }
+
+    /// Pictures are `planes` planes of equal height stacked (see [`crate::colour`]).
+    pub fn with_planes(mut self, planes: usize) -> Self {
+        self.planes = planes.max(1);
         self
     }
 
@@ -189,9 +199,18 @@ impl HostEncoder {
         let kind = match (reason, prev) {
             (None, Some(prev)) if rect_hashes => {
                 let w = row_width.expect("planned with a width");
-                let moves = self
-                    .finder
-                    .find(prev, &cur, w, &self.prev_rows, &self.cur_rows);
+                let ph = self.cur_rows.len() / self.planes;
+                let (a, b) = (&self.prev_rows[..ph], &self.cur_rows[..ph]);
+                let found = self.finder.find(&prev[..w * ph], &cur[..w * ph], w, a, b);
+                let moves = (0..self.planes as u32)
+                    .flat_map(|k| {
+                        found.iter().map(move |m| {
+                            let mut m = *m;
+                            m.to.y += k * ph as u32;
+                            m
+                        })
+                    })
+                    .collect();
                 crate::rects::encode(
                     prev,
                     &cur,

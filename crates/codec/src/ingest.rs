@@ -91,7 +91,7 @@ pub fn ingest(
     }
     match (usable, damage) {
         (Some(p), Some(damage)) => {
-            dst.copy_from_slice(p.grey);
+            copy_undamaged(p.grey, dst, width, damage);
             hashes.clear();
             hashes.extend_from_slice(p.hashes);
             for &(y0, y1) in damage {
@@ -109,6 +109,23 @@ pub fn ingest(
 
 /// The tuned path: damaged rows go into the untuned picture, then the damaged rows and their
 /// neighbours are tuned into `dst` and hashed.
+/// Copies the rows of `prev` outside `damage` (sorted half-open ranges) into `dst`: the rows a
+/// damaged conversion does not write. A scroll damages every row, and then nothing is copied.
+pub(crate) fn copy_undamaged(prev: &[u8], dst: &mut [u8], width: usize, damage: &[(u32, u32)]) {
+    let h = dst.len() / width.max(1);
+    let mut y = 0;
+    for &(y0, y1) in damage {
+        let (y0, y1) = ((y0 as usize).min(h), (y1 as usize).min(h));
+        if y0 > y {
+            dst[y * width..y0 * width].copy_from_slice(&prev[y * width..y0 * width]);
+        }
+        y = y.max(y1);
+    }
+    if y < h {
+        dst[y * width..].copy_from_slice(&prev[y * width..]);
+    }
+}
+
 fn ingest_tuned(
     src: &[u8],
     order: PixelOrder,

@@ -8,6 +8,7 @@
 
 pub mod block;
 pub mod checksum;
+pub mod colour;
 pub mod delta;
 mod encoder;
 pub mod grey;

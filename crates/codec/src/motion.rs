@@ -84,39 +84,55 @@ fn word(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// The anchors of one row: (x of the key's start, key).
+/// Bit `i` set when byte `i` of `v` is zero (eight bytes at once, no branches).
+fn zero_bytes(v: u64) -> u64 {
+    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let t = !(((v & LO7).wrapping_add(LO7)) | v | LO7);
+    (t >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
+}
+
+/// The anchors of one row: (x of the anchor, key). Pixel `x` is an anchor when it differs from
+/// pixel `x − 1` and pixels `x − 4 … x − 1` are equal. Changes are found 64 pixels at a time as
+/// a bit mask (`d`, bit i: pixel i differs from the one before it), so flat stretches and
+/// glyphs alike cost a few word operations per 8 pixels; only anchors are hashed.
 fn anchors(row: &[u8], out: &mut Vec<(u32, u64)>) {
     let w = row.len();
-    let mut run = 1usize;
     let mut n = 0;
-    let mut x = 1;
-    while x < w {
-        // Where the next pixel differs from the one before it, 8 pixels at a time.
-        let step = if x + 8 <= w {
-            let diff = word(row, x) ^ word(row, x - 1);
-            if diff == 0 {
-                x += 8;
-                run += 8;
-                continue;
+    // The change bits of the three pixels before the current block (pixel 0 counts as a
+    // change, so the first run starts there).
+    let mut carry: u64 = 0b111;
+    let mut base = 0;
+    while base < w {
+        let mut d: u64 = 0;
+        for k in 0..8 {
+            let x = base + 8 * k;
+            let bits = if x >= 1 && x + 8 <= w {
+                !zero_bytes(word(row, x) ^ word(row, x - 1)) & 0xFF
+            } else {
+                (0..8)
+                    .filter(|&i| x + i < w && (x + i == 0 || row[x + i] != row[x + i - 1]))
+                    .fold(0, |m, i| m | 1 << i)
+            };
+            d |= bits << (8 * k);
+        }
+        let before = d << 1 | carry >> 2 & 1;
+        let before2 = d << 2 | carry >> 1 & 3;
+        let before3 = d << 3 | carry & 7;
+        let mut a = d & !before & !before2 & !before3;
+        carry = d >> 61;
+        while a != 0 {
+            let x = base + a.trailing_zeros() as usize;
+            a &= a - 1;
+            if x + KEY_LEN > w {
+                return;
             }
-            (diff.trailing_zeros() / 8) as usize
-        } else {
-            match (x..w).find(|&i| row[i] != row[i - 1]) {
-                Some(i) => i - x,
-                None => return,
-            }
-        };
-        run += step;
-        x += step;
-        if run >= LEAD && x + KEY_LEN <= w {
             out.push((x as u32, key(&row[x..x + KEY_LEN])));
             n += 1;
             if n == MAX_ANCHORS_PER_ROW {
                 return;
             }
         }
-        run = 1;
-        x += 1;
+        base += 64;
     }
 }
 
@@ -343,5 +359,47 @@ impl Finder {
         // there (repeated text) would cost more patches than it saves.
         let fitting = (y0..y1).filter(|&y| fits(y)).count();
         (to.area() >= MIN_AREA && 2 * fitting >= (y1 - y0)).then_some(Move { to, dx, dy })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition, one pixel at a time.
+    fn anchors_by_definition(row: &[u8]) -> Vec<u32> {
+        (LEAD..row.len())
+            .filter(|&x| row[x] != row[x - 1] && (x - LEAD..x).all(|i| row[i] == row[x - 1]))
+            .filter(|&x| x + KEY_LEN <= row.len())
+            .map(|x| x as u32)
+            .take(MAX_ANCHORS_PER_ROW)
+            .collect()
+    }
+
+    #[test]
+    fn the_bit_mask_scan_finds_exactly_the_defined_anchors() {
+        let mut s = 0x9E37_79B9u64;
+        for len in [0usize, 1, 5, 8, 9, 63, 64, 65, 127, 200, 1600] {
+            for density in [2u64, 5, 9, 40] {
+                // Runs of random lengths: flat stretches and busy ones.
+                let mut row = Vec::with_capacity(len);
+                while row.len() < len {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    let run = 1 + (s % density) as usize;
+                    row.extend(std::iter::repeat_n((s >> 20) as u8 % 3, run));
+                }
+                row.truncate(len);
+                let mut got = Vec::new();
+                anchors(&row, &mut got);
+                let xs: Vec<u32> = got.iter().map(|a| a.0).collect();
+                assert_eq!(
+                    xs,
+                    anchors_by_definition(&row),
+                    "len {len}, density {density}"
+                );
+            }
+        }
     }
 }

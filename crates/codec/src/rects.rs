@@ -203,12 +203,114 @@ fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
 /// of unchanged (zero after XOR) pixels costs LZ4 about one byte per 255.
 const MERGE_GAP: usize = 64;
 
+/// The picture patches apply to: the previous one with the moves applied, made a row at a
+/// time when asked (copying whole pictures cost more than finding the moves).
+pub struct Reference<'a> {
+    prev: &'a [u8],
+    width: usize,
+    moves: &'a [Move],
+    moved: Vec<bool>,
+    buf: Vec<u8>,
+}
+
+impl<'a> Reference<'a> {
+    pub fn new(prev: &'a [u8], width: usize, moves: &'a [Move]) -> Reference<'a> {
+        let h = prev.len().checked_div(width).unwrap_or(0);
+        let mut moved = vec![false; h];
+        for m in moves {
+            moved[m.to.y as usize..(m.to.y + m.to.h) as usize].fill(true);
+        }
+        Reference {
+            prev,
+            width,
+            moves,
+            moved,
+            buf: vec![0; width],
+        }
+    }
+
+    /// Whether a move writes into row `y`.
+    pub fn moved(&self, y: usize) -> bool {
+        self.moved[y]
+    }
+
+    /// Row `y` after the moves as pieces of the previous picture, left to right:
+    /// (x0, x1, where pixel x0 comes from in `prev`).
+    fn pieces(&self, y: usize, out: &mut Vec<(usize, usize, usize)>) {
+        let w = self.width;
+        out.clear();
+        out.push((0, w, y * w));
+        for m in self.moves {
+            let r = m.to;
+            if !(r.y..r.y + r.h).contains(&(y as u32)) {
+                continue;
+            }
+            let (a, b) = (r.x as usize, (r.x + r.w) as usize);
+            let src = (y as i64 + m.dy as i64) as usize * w + (a as i64 + m.dx as i64) as usize;
+            // Cut what the move covers out of the pieces, then put it in.
+            let mut kept = Vec::with_capacity(out.len() + 2);
+            for &(x0, x1, s) in out.iter() {
+                if x0 < a {
+                    kept.push((x0, x1.min(a), s));
+                }
+                if x1 > b {
+                    let from = x0.max(b);
+                    kept.push((from, x1, s + (from - x0)));
+                }
+            }
+            kept.push((a, b, src));
+            kept.sort_unstable_by_key(|p| p.0);
+            *out = kept;
+        }
+    }
+
+    /// The first and one-past-the-last pixel where row `y` after the moves and `cur` differ,
+    /// compared piece by piece without making the row.
+    pub fn diff_span(
+        &self,
+        y: usize,
+        cur: &[u8],
+        pieces: &mut Vec<(usize, usize, usize)>,
+    ) -> Option<(usize, usize)> {
+        if !self.moved[y] {
+            let w = self.width;
+            return diff_span(&self.prev[y * w..(y + 1) * w], cur);
+        }
+        self.pieces(y, pieces);
+        let first = pieces.iter().find_map(|&(x0, x1, s)| {
+            first_diff(&self.prev[s..s + (x1 - x0)], &cur[x0..x1]).map(|i| x0 + i)
+        })?;
+        let last = pieces.iter().rev().find_map(|&(x0, x1, s)| {
+            diff_span(&self.prev[s..s + (x1 - x0)], &cur[x0..x1]).map(|(_, e)| x0 + e)
+        })?;
+        Some((first, last))
+    }
+
+    /// Row `y` of the previous picture after the moves.
+    pub fn row(&mut self, y: usize) -> &[u8] {
+        let w = self.width;
+        if !self.moved[y] {
+            return &self.prev[y * w..(y + 1) * w];
+        }
+        self.buf.copy_from_slice(&self.prev[y * w..(y + 1) * w]);
+        for m in self.moves {
+            let r = m.to;
+            if (r.y..r.y + r.h).contains(&(y as u32)) {
+                let (x, n) = (r.x as usize, r.w as usize);
+                let s = (y as i64 + m.dy as i64) as usize * w + (x as i64 + m.dx as i64) as usize;
+                self.buf[x..x + n].copy_from_slice(&self.prev[s..s + n]);
+            }
+        }
+        &self.buf
+    }
+}
+
 /// The patches that turn `reference` into `cur`: for each row that differs, the span from its
 /// first to its last differing pixel; consecutive rows with overlapping or nearby spans merge
 /// into one rectangle. `same(y)` says a row is known to be equal without comparing (its hash
 /// matched and no move touched it).
 pub fn plan_patches(
-    reference: &[u8],
+    reference: &mut Reference<'_>,
     cur: &[u8],
     width: usize,
     same: impl Fn(usize) -> bool,
@@ -216,14 +318,12 @@ pub fn plan_patches(
     let h = cur.len().checked_div(width).unwrap_or(0);
     let mut out: Vec<Rect> = Vec::new();
     let mut open: Option<(usize, usize, usize, usize)> = None; // y0, rows, x0, x1
+    let mut pieces = Vec::new();
     for y in 0..h {
         let span = if same(y) {
             None
         } else {
-            diff_span(
-                &reference[y * width..(y + 1) * width],
-                &cur[y * width..(y + 1) * width],
-            )
+            reference.diff_span(y, &cur[y * width..(y + 1) * width], &mut pieces)
         };
         open = match (open, span) {
             (Some((y0, n, x0, x1)), Some((a, b)))
@@ -257,7 +357,6 @@ fn patch((y0, n, x0, x1): (usize, usize, usize, usize)) -> Rect {
 /// Buffers an encoder reuses from frame to frame.
 #[derive(Default)]
 pub struct Scratch {
-    reference: Vec<u8>,
     xor: Vec<u8>,
     block: Vec<u8>,
 }
@@ -276,30 +375,18 @@ pub fn encode(
     s: &mut Scratch,
     out: &mut Vec<u8>,
 ) -> Result<RectPlan, CodecError> {
-    let h = cur.len().checked_div(width).unwrap_or(0);
-    let mut moved = vec![false; h];
-    for m in &moves {
-        moved[m.to.y as usize..(m.to.y + m.to.h) as usize].fill(true);
-    }
-    let reference: &[u8] = if moves.is_empty() {
-        prev
-    } else {
-        s.reference.clear();
-        s.reference.extend_from_slice(prev);
-        apply_moves(&mut s.reference, prev, width, &moves);
-        &s.reference
-    };
+    let mut reference = Reference::new(prev, width, &moves);
+    let moved = reference.moved.clone();
     let same = |y: usize| !moved[y] && prev_hashes.get(y) == cur_hashes.get(y);
-    let patches = plan_patches(reference, cur, width, same);
-    s.xor.clear();
+    let patches = plan_patches(&mut reference, cur, width, same);
+    s.xor.resize(patches.iter().map(Rect::area).sum(), 0);
+    let mut off = 0;
     for r in &patches {
         let (x, w) = (r.x as usize, r.w as usize);
         for y in r.y as usize..(r.y + r.h) as usize {
-            let (c, p) = (
-                &cur[y * width + x..y * width + x + w],
-                &reference[y * width + x..y * width + x + w],
-            );
-            s.xor.extend(c.iter().zip(p).map(|(a, b)| a ^ b));
+            let c = &cur[y * width + x..y * width + x + w];
+            crate::delta::xor_into(&reference.row(y)[x..x + w], c, &mut s.xor[off..off + w]);
+            off += w;
         }
     }
     let plan = RectPlan { moves, patches };
@@ -335,7 +422,7 @@ mod tests {
         b[10] = 1; // row 0, x 10
         b[w + 40] = 1; // row 1, x 40: merges
         b[3 * w + 300] = 1; // row 3, x 300: a gap row, a new patch
-        let p = plan_patches(&a, &b, w, |_| false);
+        let p = plan_patches(&mut Reference::new(&a, w, &[]), &b, w, |_| false);
         assert_eq!(
             p,
             vec![
