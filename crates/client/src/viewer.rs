@@ -43,8 +43,19 @@ impl ViewerOptions {
             token: None,
             max_frames: None,
             paused: Arc::new(AtomicBool::new(false)),
-            caps: caps::ALL,
+            // Grey unless asked: colour is `with_colour`.
+            caps: caps::ALL & !caps::COLOUR,
         }
+    }
+
+    /// Asks for lossless colour (pictures then hold three planes; see [`FrameEvent::planes`]).
+    pub fn with_colour(mut self, on: bool) -> Self {
+        self.caps = if on {
+            self.caps | caps::COLOUR
+        } else {
+            self.caps & !caps::COLOUR
+        };
+        self
     }
 }
 
@@ -167,6 +178,9 @@ pub struct FrameEvent<'a> {
     pub unchanged: bool,
     pub width: u32,
     pub height: u32,
+    /// 1 for grey; 3 for colour, when `picture` holds the planes G, R − G, B − G stacked
+    /// (`framewire_codec::colour`) and is three times `height` tall.
+    pub planes: u32,
     /// The picture as applied (rows, checksum; see [`Picture::rows`] and [`Picture::to_vec`]).
     pub picture: &'a Picture,
     /// v1 only: whether the picture matches the host's checksum.
@@ -176,6 +190,7 @@ pub struct FrameEvent<'a> {
 impl<'a> FrameEvent<'a> {
     fn of(
         picture: &'a Picture,
+        planes: u32,
         seq: u64,
         keyframe: bool,
         unchanged: bool,
@@ -186,7 +201,8 @@ impl<'a> FrameEvent<'a> {
             keyframe,
             unchanged,
             width: picture.width(),
-            height: picture.height(),
+            height: picture.height() / planes.max(1),
+            planes,
             picture,
             checksum_ok,
         }
@@ -289,6 +305,7 @@ async fn run_v1(
             frames += 1;
             let ev = FrameEvent::of(
                 session.picture(),
+                session.planes(),
                 shown.seq,
                 shown.keyframe,
                 shown.unchanged,
@@ -413,6 +430,7 @@ async fn run_daylight(
             record_daylight(&stats, &shown, rc.packet_done(shown.received_us, false));
             let ev = FrameEvent::of(
                 session.picture(),
+                1,
                 shown.seq as u64,
                 shown.keyframe,
                 false,

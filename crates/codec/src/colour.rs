@@ -182,6 +182,16 @@ pub fn planes_to_bgra<'a>(
     out: &mut Vec<u8>,
 ) {
     out.resize(width * height * 4, 0);
+    planes_into_bgra(rows, width, height, out)
+}
+
+/// As [`planes_to_bgra`], into a buffer of exactly `width × height × 4` bytes.
+pub fn planes_into_bgra<'a>(
+    rows: impl Fn(usize) -> &'a [u8],
+    width: usize,
+    height: usize,
+    out: &mut [u8],
+) {
     for y in 0..height {
         let (g, r, b) = (rows(y), rows(height + y), rows(2 * height + y));
         let o = &mut out[y * width * 4..(y + 1) * width * 4];

@@ -293,6 +293,9 @@ pub struct ViewArgs {
     /// Print the final statistics as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Ask for grey instead of lossless colour (framewire protocol; Daylight is always grey).
+    #[arg(long)]
+    pub grey: bool,
 }
 
 #[derive(Args, Clone)]

@@ -22,6 +22,7 @@ pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
     let mut opts = ViewerOptions::new(addr.clone(), protocol);
     opts.token = a.token.clone();
     opts.max_frames = a.frames;
+    let opts = opts.with_colour(!a.grey);
     let stats = Arc::new(Mutex::new(ViewerStats::default()));
     let printer = {
         let stats = stats.clone();
@@ -52,7 +53,15 @@ pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
             return true;
         };
         if !ev.unchanged {
-            if let Err(e) = w.show(ev.width, ev.height, ev.picture.rows()) {
+            let shown = if ev.planes == 3 {
+                let (pic, (wd, ht)) = (ev.picture, (ev.width as usize, ev.height as usize));
+                w.show_bgra(ev.width, ev.height, |buf| {
+                    framewire_codec::colour::planes_into_bgra(|k| pic.row(k), wd, ht, buf)
+                })
+            } else {
+                w.show(ev.width, ev.height, ev.picture.rows())
+            };
+            if let Err(e) = shown {
                 eprintln!("window: {e}");
                 return false;
             }

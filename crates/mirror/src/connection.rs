@@ -31,6 +31,8 @@ const READ_BUF: usize = 16 * 1024;
 struct SessionCtx {
     mirror: Arc<Mirror>,
     viewer: Arc<ViewerShared>,
+    /// The viewer takes the colour stream.
+    colour: bool,
 }
 
 /// Runs the session until the viewer leaves, breaks the protocol, or the server stops; its
@@ -40,8 +42,13 @@ pub(crate) async fn drive<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
     mirror: Arc<Mirror>,
     viewer: Arc<ViewerShared>,
     sock: S,
+    colour: bool,
 ) -> io::Result<()> {
-    let cx = SessionCtx { mirror, viewer };
+    let cx = SessionCtx {
+        mirror,
+        viewer,
+        colour,
+    };
     let r = run(&mut session, &cx, sock).await;
     publish_figures(&session, &cx, true);
     r
@@ -53,7 +60,10 @@ async fn run<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
     mut sock: S,
 ) -> io::Result<()> {
     let mirror = cx.mirror.clone();
-    let mut frames = mirror.frames.subscribe();
+    let mut frames = match cx.colour {
+        true => mirror.colour_frames.subscribe(),
+        false => mirror.frames.subscribe(),
+    };
     frames.mark_changed();
     let mut cmds = mirror.commands.subscribe();
     let mut shutdown = mirror.stop.subscribe();

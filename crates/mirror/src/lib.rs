@@ -16,6 +16,7 @@
 //! | `trace.rs` | the frame trace file: one line per frame sent |
 //! | `lib.rs` | starting the capture thread, the shm export, input injection and the touch port |
 
+mod colour;
 mod config;
 mod connection;
 pub mod display;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use framewire_flow::ViewerFlowStats;
@@ -62,6 +62,9 @@ counter_set! {
         pongs_dropped: Counter,
         /// Packets that broke the protocol, by reason (the connection was closed).
         rejected_packets: Family,
+        /// Colour pictures made (while colour viewers are connected), and encoder failures.
+        colour_frames: Counter,
+        colour_encode_errors: Counter,
         shm_frames_exported: Counter,
         shm_frames_skipped_full: Counter,
         shm_frames_too_large: Counter,
@@ -117,6 +120,10 @@ pub struct Mirror {
     /// Per-stage latency since start, for Prometheus.
     pub stages: Arc<StageHistograms>,
     pub(crate) frames: watch::Sender<Option<Arc<SourceFrame>>>,
+    /// The same captures in colour (planes G, R − G, B − G), made only while a viewer that
+    /// asked for colour is connected (`colour_viewers`).
+    pub(crate) colour_frames: watch::Sender<Option<Arc<SourceFrame>>>,
+    pub(crate) colour_viewers: AtomicUsize,
     pub(crate) commands: broadcast::Sender<ViewerCommand>,
     pub(crate) settings: Mutex<Settings>,
     pub(crate) pipeline: Mutex<PipelineStats>,
@@ -160,6 +167,8 @@ impl Mirror {
             registry,
             stages,
             frames: watch::channel(None).0,
+            colour_frames: watch::channel(None).0,
+            colour_viewers: AtomicUsize::new(0),
             commands: broadcast::channel(64).0,
             settings: Mutex::new(settings),
             pipeline: Mutex::new(PipelineStats::default()),

@@ -48,13 +48,14 @@ pub fn open_source(
     })
 }
 
-/// Grey buffers are recycled once no viewer holds them, so steady state allocates nothing.
-struct GreyPool {
+/// Picture buffers are recycled once no viewer holds them, so steady state allocates nothing.
+#[derive(Default)]
+pub(crate) struct BufferPool {
     free: Vec<Arc<Vec<u8>>>,
 }
 
-impl GreyPool {
-    fn take(&mut self, len: usize) -> Arc<Vec<u8>> {
+impl BufferPool {
+    pub(crate) fn take(&mut self, len: usize) -> Arc<Vec<u8>> {
         if let Some(i) = self.free.iter().position(|b| Arc::strong_count(b) == 1) {
             let mut b = self.free.swap_remove(i);
             if let Some(v) = Arc::get_mut(&mut b) {
@@ -64,7 +65,7 @@ impl GreyPool {
         }
         Arc::new(framewire_capture::huge_pages::huge_vec(len, 0u8))
     }
-    fn give(&mut self, b: Arc<Vec<u8>>) {
+    pub(crate) fn give(&mut self, b: Arc<Vec<u8>>) {
         if self.free.len() < 8 {
             self.free.push(b);
         }
@@ -96,7 +97,8 @@ struct CaptureLoop {
     /// The shared stream has keyframes only when the picture starts or changes size; periodic
     /// ones are per viewer (see `ViewerFlow::with_refresh`), made lazily from the grey picture.
     encoder: HostEncoder,
-    pool: GreyPool,
+    pool: BufferPool,
+    colour: crate::colour::ColourStage,
     payload: Vec<u8>,
     /// Row hashes of the last picture and of the one being made.
     prev_hashes: Vec<u64>,
@@ -147,7 +149,8 @@ impl CaptureLoop {
             source,
             source_counts: HashMap::new(),
             polls: 0,
-            pool: GreyPool { free: Vec::new() },
+            pool: BufferPool::default(),
+            colour: crate::colour::ColourStage::new(),
             payload: Vec::new(),
             prev_hashes: Vec::new(),
             hashes: Vec::new(),
@@ -263,6 +266,8 @@ impl CaptureLoop {
             .cloned();
         if let (Some(rows), Some(prev)) = (&damage, &same_size) {
             if rows.is_empty() {
+                let c = &captured;
+                self.colour.undamaged(&self.mirror, c, self.seq, capture_us);
                 self.publish_undamaged(prev, capture_start, capture_us);
                 return;
             }
@@ -283,6 +288,15 @@ impl CaptureLoop {
             &mut self.hashes,
         );
         let grey_end = now_us();
+        // The colour stream, from the same capture (tuning is for grey displays only).
+        let colour_damage = captured.damage.merged(ch);
+        self.colour.frame(
+            &self.mirror,
+            &captured,
+            colour_damage.as_deref(),
+            self.seq,
+            capture_us,
+        );
         let checksum = checksum_of_rows(&self.hashes);
         let checksum_end = now_us();
         let Some((enc, payload, encode_end)) = self.encode(&grey, cw) else {
@@ -298,6 +312,7 @@ impl CaptureLoop {
         };
         self.record(&t, enc.kind, enc.payload_len);
         let meta = FrameMeta {
+            planes: 1,
             seq: self.seq,
             capture_us,
             width: cw,
@@ -317,16 +332,7 @@ impl CaptureLoop {
         let c = &self.mirror.counters;
         c.frames_unchanged.inc();
         c.frames_without_damage.inc();
-        let meta = FrameMeta {
-            seq: self.seq,
-            capture_us,
-            width: prev.width,
-            height: prev.height,
-            grey: prev.grey.clone(),
-            checksum: prev.checksum,
-            content_id: prev.content_id,
-            codec: self.cfg.codec,
-        };
+        let meta = prev.again(self.seq, capture_us);
         {
             let mut st = lock(&self.mirror.pipeline);
             st.capture_us.push((capture_us - capture_start) as f64);
@@ -372,37 +378,14 @@ impl CaptureLoop {
             }
         };
         let data = Bytes::copy_from_slice(&self.payload);
-        let seq = self.seq;
-        let payload = match (enc.kind, base) {
-            (EncodedKind::Unchanged, _) => {
-                self.mirror.counters.frames_unchanged.inc();
-                Payload::Unchanged
-            }
-            (EncodedKind::Keyframe(_), _) => {
-                self.content_id = seq;
-                Payload::Key(data)
-            }
-            (EncodedKind::Delta, Some(base)) => Payload::Delta {
-                data,
-                base_id: std::mem::replace(&mut self.content_id, seq),
-                base,
-            },
-            (EncodedKind::RowDelta, Some(base)) => Payload::Rows {
-                data,
-                base_id: std::mem::replace(&mut self.content_id, seq),
-                base,
-            },
-            (EncodedKind::RectDelta, Some(base)) => Payload::Rects {
-                data,
-                base_id: std::mem::replace(&mut self.content_id, seq),
-                base,
-            },
-            (_, None) => {
-                // The encoder makes a delta only against a picture it hands back.
-                self.mirror.counters.encode_errors.inc();
-                warn!("a delta without the picture it was made against");
-                return None;
-            }
+        if enc.kind == EncodedKind::Unchanged {
+            self.mirror.counters.frames_unchanged.inc();
+        }
+        let Some(payload) = payload_of(enc.kind, base, data, self.seq, &mut self.content_id) else {
+            // The encoder makes a delta only against a picture it hands back.
+            self.mirror.counters.encode_errors.inc();
+            warn!("a delta without the picture it was made against");
+            return None;
         };
         Some((enc, payload, encode_end))
     }
@@ -442,6 +425,40 @@ impl CaptureLoop {
         self.mirror.frames.send_replace(Some(frame));
         self.seq += 1;
     }
+}
+
+/// The shared payload of an encoded picture; a delta's base becomes the new content's base, and
+/// `content_id` moves to `seq` whenever the picture changed. `None` for a delta without its base.
+pub(crate) fn payload_of(
+    kind: EncodedKind,
+    base: Option<Arc<Vec<u8>>>,
+    data: Bytes,
+    seq: u64,
+    content_id: &mut u64,
+) -> Option<Payload> {
+    Some(match (kind, base) {
+        (EncodedKind::Unchanged, _) => Payload::Unchanged,
+        (EncodedKind::Keyframe(_), _) => {
+            *content_id = seq;
+            Payload::Key(data)
+        }
+        (EncodedKind::Delta, Some(base)) => Payload::Delta {
+            data,
+            base_id: std::mem::replace(content_id, seq),
+            base,
+        },
+        (EncodedKind::RowDelta, Some(base)) => Payload::Rows {
+            data,
+            base_id: std::mem::replace(content_id, seq),
+            base,
+        },
+        (EncodedKind::RectDelta, Some(base)) => Payload::Rects {
+            data,
+            base_id: std::mem::replace(content_id, seq),
+            base,
+        },
+        (_, None) => return None,
+    })
 }
 
 /// The mirror's counter for one of the source's own figures.

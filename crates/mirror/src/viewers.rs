@@ -49,7 +49,16 @@ impl Mirror {
         }
         let cfg = self.host_config(Protocol::V1, control);
         let session = HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), cfg);
-        self.run_session(viewer, session, sock).await
+        if n.colour {
+            // The capture loop makes colour while this count is above zero.
+            self.colour_viewers.fetch_add(1, Ordering::Relaxed);
+            info!(viewer = viewer.id, "viewer takes colour");
+        }
+        let r = self.run_session(viewer, session, sock, n.colour).await;
+        if n.colour {
+            self.colour_viewers.fetch_sub(1, Ordering::Relaxed);
+        }
+        r
     }
 
     /// A Daylight app connection: it has no handshake, so it is a viewer from its first byte.
@@ -62,7 +71,7 @@ impl Mirror {
         let reader = ViewerReader::Daylight(ViewerDecoder::new());
         let cfg = self.host_config(Protocol::Daylight, false);
         let session = HostSession::new(DaylightWire::default(), reader, cfg);
-        self.run_session(viewer, session, sock).await
+        self.run_session(viewer, session, sock, false).await
     }
 
     fn register(&self, proto: Protocol, peer: SocketAddr) -> Arc<ViewerShared> {
@@ -101,8 +110,9 @@ impl Mirror {
         viewer: Arc<ViewerShared>,
         session: HostSession<W>,
         sock: S,
+        colour: bool,
     ) -> std::io::Result<()> {
-        let r = drive(session, self.clone(), viewer.clone(), sock).await;
+        let r = drive(session, self.clone(), viewer.clone(), sock, colour).await;
         self.unregister(&viewer);
         r
     }

@@ -28,7 +28,9 @@ pub mod caps {
     pub const CHECKSUM_XXH3: u32 = 1 << 3;
     /// Moved-rectangle deltas (frame flag bit 2).
     pub const MOVED_RECTS: u32 = 1 << 4;
-    pub const ALL: u32 = LZ4 | ZSTD | UNCHANGED | CHECKSUM_XXH3 | MOVED_RECTS;
+    /// Lossless colour: StreamDesc format 2, planes G, R − G, B − G.
+    pub const COLOUR: u32 = 1 << 5;
+    pub const ALL: u32 = LZ4 | ZSTD | UNCHANGED | CHECKSUM_XXH3 | MOVED_RECTS | COLOUR;
 }
 
 pub mod kind {
@@ -106,6 +108,19 @@ impl InputKind {
 #[repr(u8)]
 pub enum PixelFormat {
     Grey8 = 1,
+    /// Lossless colour: three planes of width × height, G, then R − G, then B − G (mod 256),
+    /// stacked; frames carry them as one picture of width × 3·height.
+    PlanarGDiff = 2,
+}
+
+impl PixelFormat {
+    /// Planes stacked in a frame's picture.
+    pub fn planes(self) -> u32 {
+        match self {
+            PixelFormat::Grey8 => 1,
+            PixelFormat::PlanarGDiff => 3,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -594,6 +609,7 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
             let height = r.u32()?;
             let format = match r.u8()? {
                 1 => PixelFormat::Grey8,
+                2 => PixelFormat::PlanarGDiff,
                 _ => {
                     return Err(ProtoError::InvalidField {
                         field: "stream_desc.format",

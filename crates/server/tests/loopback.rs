@@ -924,3 +924,48 @@ async fn a_recording_replays_as_the_screen_exactly_and_loops() {
     server.shutdown().await;
     let _ = std::fs::remove_file(&path);
 }
+
+/// A viewer that asks for colour gets the planes G, R − G, B − G of exactly the source's
+/// pictures, verified by checksum and compared pixel for pixel here, while a grey viewer of the
+/// same server keeps getting grey.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_colour_viewer_gets_exact_colour_beside_a_grey_one() {
+    use framewire_codec::colour::to_planes;
+    let (w, h) = (200u32, 120u32);
+    let server = Server::start(config(Scene::Mixed, w, h)).await.unwrap();
+    let addr = server.v1_addr.unwrap();
+    let grey = TestViewer::start(addr, Protocol::V1, Scene::Mixed, None);
+    let stats = Arc::new(Mutex::new(ViewerStats::default()));
+    let checked = Arc::new(AtomicU64::new(0));
+    let (bad, c2) = (Arc::new(AtomicU64::new(0)), checked.clone());
+    let b2 = bad.clone();
+    let opts = ViewerOptions::new(addr.to_string(), Protocol::V1).with_colour(true);
+    let task = tokio::spawn(run_viewer(opts, stats.clone(), move |ev| {
+        assert_eq!((ev.planes, ev.width, ev.height), (3, w, h));
+        assert_eq!(ev.checksum_ok, Some(true), "frame {}", ev.seq);
+        if ev.seq % 4 == 0 {
+            let mut src = SyntheticSource::new(Scene::Mixed, w, h);
+            let mut want = Vec::new();
+            to_planes(src.render(ev.seq), PixelOrder::Bgra, w as usize, &mut want);
+            if !ev.picture.equals(&want) {
+                b2.fetch_add(1, Ordering::Relaxed);
+            }
+            c2.fetch_add(1, Ordering::Relaxed);
+        }
+        true
+    }));
+    wait_for("20 colour pictures compared", 20.0, || {
+        checked.load(Ordering::Relaxed) >= 20
+    })
+    .await;
+    wait_for("grey frames too", 10.0, || grey.frames() >= 20).await;
+    assert_eq!(
+        bad.load(Ordering::Relaxed),
+        0,
+        "colour pictures that differ"
+    );
+    assert_eq!(grey.mismatches.load(Ordering::Relaxed), 0);
+    assert!(server.counter("colour_frames") >= 20);
+    task.abort();
+    server.shutdown().await;
+}

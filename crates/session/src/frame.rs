@@ -57,6 +57,21 @@ pub struct FrameMeta {
     pub content_id: u64,
     /// The codec of the shared payload.
     pub codec: BlockCodec,
+    /// Planes stacked in `grey`: 1 for grey, 3 for colour (G, R − G, B − G; see
+    /// `framewire_codec::colour`), when `height` is three times the picture's.
+    pub planes: u32,
+}
+
+impl FrameMeta {
+    /// The same picture captured again as frame `seq` (nothing was drawn since).
+    pub fn again(&self, seq: u64, capture_us: u64) -> FrameMeta {
+        FrameMeta {
+            seq,
+            capture_us,
+            grey: self.grey.clone(),
+            ..*self
+        }
+    }
 }
 
 /// A captured frame as every viewer shares it: its picture ([`FrameMeta`], which it derefs

@@ -16,6 +16,8 @@ pub struct Negotiated {
     /// The viewer applies moved-rectangle deltas; without them it gets full-frame deltas when
     /// the shared payload is one.
     pub rects: bool,
+    /// The viewer asked for colour (and the host has it): its stream is the colour one.
+    pub colour: bool,
 }
 
 /// The capability bit a codec needs (raw needs none).
@@ -40,6 +42,7 @@ pub fn negotiate(preferred: Codec, host_caps: u32, viewer_caps: u32) -> Negotiat
         caps: both,
         unchanged: both & caps::UNCHANGED != 0,
         rects: both & caps::MOVED_RECTS != 0,
+        colour: both & caps::COLOUR != 0,
     }
 }
 

@@ -73,6 +73,8 @@ pub enum ViewerEvent {
 pub struct ViewerSession {
     dec: v1::Decoder,
     picture: Picture,
+    /// Planes stacked in `picture` (3 for colour), from the StreamDesc's format.
+    planes: u32,
     /// The checksum of the picture held, once verified.
     sum: Option<u64>,
     offset: ClockOffset,
@@ -104,6 +106,7 @@ impl ViewerSession {
         ViewerSession {
             dec: v1::Decoder::new(v1::DEFAULT_MAX_FRAME_BODY),
             picture: Picture::new(0, 0),
+            planes: 1,
             sum: None,
             offset: ClockOffset::new(),
             pings: PingSchedule::new(),
@@ -119,6 +122,11 @@ impl ViewerSession {
     /// The picture as last applied.
     pub fn picture(&self) -> &Picture {
         &self.picture
+    }
+
+    /// Planes stacked in the picture: 1 grey, 3 colour (G, R − G, B − G).
+    pub fn planes(&self) -> u32 {
+        self.planes
     }
 
     pub fn is_done(&self) -> bool {
@@ -174,8 +182,15 @@ impl ViewerSession {
                 self.events
                     .push_back(ViewerEvent::Welcomed { caps, session });
             }
-            Packet::StreamDesc { width, height, .. } => {
-                self.picture.resize(width, height);
+            Packet::StreamDesc {
+                width,
+                height,
+                format,
+                ..
+            } => {
+                // Colour planes are stacked into one taller picture.
+                self.planes = format.planes();
+                self.picture.resize(width, height * self.planes);
                 self.sum = None;
                 self.events.push_back(ViewerEvent::Size { width, height });
             }

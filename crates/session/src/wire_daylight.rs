@@ -110,6 +110,7 @@ mod tests {
         let mut payload = Vec::new();
         codec.compress(&x, &mut payload).unwrap();
         let meta = FrameMeta {
+            planes: 1,
             seq: 1,
             capture_us: 0,
             width: w,

@@ -109,8 +109,12 @@ impl Wire for V1Wire {
     fn stream_desc(&mut self, f: &SourceFrame, out: &mut BytesMut) {
         Packet::StreamDesc {
             width: f.width,
-            height: f.height,
-            format: PixelFormat::Grey8,
+            height: f.height / f.planes.max(1),
+            format: if f.planes == 3 {
+                PixelFormat::PlanarGDiff
+            } else {
+                PixelFormat::Grey8
+            },
             codec: codec_to_wire(self.codec),
             name: "screen".into(),
         }

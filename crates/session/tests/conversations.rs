@@ -68,6 +68,7 @@ impl Source {
             (None, _) => (seq, Payload::Key(compress(&grey))),
         };
         let meta = FrameMeta {
+            planes: 1,
             seq,
             capture_us: now,
             width: W,

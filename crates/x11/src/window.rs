@@ -148,21 +148,43 @@ impl ViewerWindow {
         height: u32,
         rows: impl Iterator<Item = &'a [u8]>,
     ) -> Result<(), X11Error> {
+        self.draw(width, height, |buf| {
+            let stride = width as usize * 4;
+            for (y, row) in rows.enumerate().take(height as usize) {
+                let out = &mut buf[y * stride..(y + 1) * stride];
+                for (px, &g) in out.chunks_exact_mut(4).zip(row) {
+                    px[0] = g;
+                    px[1] = g;
+                    px[2] = g;
+                    px[3] = 255;
+                }
+            }
+        })
+    }
+
+    /// Draws a colour picture: `fill` writes it, B G R A rows packed, into the image buffer.
+    pub fn show_bgra(
+        &mut self,
+        width: u32,
+        height: u32,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), X11Error> {
+        self.draw(width, height, fill)
+    }
+
+    fn draw(
+        &mut self,
+        width: u32,
+        height: u32,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), X11Error> {
         self.resize(width, height)?;
         let stride = width as usize * 4;
         let buf: &mut [u8] = match &mut self.shm {
             Some(s) => s.bytes_mut(),
             None => &mut self.buf,
         };
-        for (y, row) in rows.enumerate().take(height as usize) {
-            let out = &mut buf[y * stride..(y + 1) * stride];
-            for (px, &g) in out.chunks_exact_mut(4).zip(row) {
-                px[0] = g;
-                px[1] = g;
-                px[2] = g;
-                px[3] = 255;
-            }
-        }
+        fill(&mut buf[..stride * height as usize]);
         let (w, h) = (width as u16, height as u16);
         match &self.shm {
             Some(s) => {

@@ -25,7 +25,9 @@ export const T = {
 } as const;
 
 export const Role = { Viewer: 1, Publisher: 2, Control: 3, Subscriber: 4 } as const;
-export const Caps = { Lz4: 1, Zstd: 2, Unchanged: 4, Xxh3: 8, MovedRects: 16 } as const;
+export const Caps = { Lz4: 1, Zstd: 2, Unchanged: 4, Xxh3: 8, MovedRects: 16, Colour: 32 } as const;
+/** StreamDesc formats: grey, or three planes G, R − G, B − G stacked (lossless colour). */
+export const PixelFormat = { Grey8: 1, PlanarGDiff: 2 } as const;
 export const Codec = { Raw: 0, Lz4: 1, Zstd: 2 } as const;
 export const AckStatus = { Applied: 0, ChecksumMismatch: 1, DecodeError: 2 } as const;
 export const FrameFlags = { Keyframe: 1, RowDelta: 2, RectDelta: 4 } as const;
@@ -180,7 +182,7 @@ export function parseBody(type: number, body: Uint8Array): Packet {
       const name = r.str8();
       if (width < 1 || height < 1 || width > 16384 || height > 16384)
         throw new ProtocolError(`stream size ${width}x${height} out of range`);
-      if (format !== 1) throw new ProtocolError(`unknown picture format ${format}`);
+      if (format !== 1 && format !== 2) throw new ProtocolError(`unknown picture format ${format}`);
       if (codec > 2) throw new ProtocolError(`unknown codec ${codec}`);
       p = { type, width, height, format, codec, name };
       break;

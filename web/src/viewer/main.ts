@@ -14,6 +14,8 @@ const params = new URLSearchParams(location.search);
 const token = params.get("token") ?? "";
 /** Wait for the GPU after each draw so the draw time includes it (benchmarks). */
 const measure = params.get("measure") === "1";
+/** `?grey=1` asks for grey; the page asks for lossless colour otherwise. */
+const wantGrey = params.get("grey") === "1";
 
 const canvas = document.getElementById("screen") as HTMLCanvasElement;
 const overlay = document.getElementById("stats") as HTMLElement;
@@ -31,6 +33,8 @@ try {
 }
 
 let picture: Picture | null = null;
+/** 3 when the picture holds colour planes (G, R − G, B − G), 1 for grey. */
+let planes = 1;
 let lastChecksum = "";
 let ws: WebSocket | null = null;
 let backoff = 250;
@@ -53,7 +57,8 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
       setStatus("");
       break;
     case v1.T.StreamDesc:
-      picture = new Picture(p.width, p.height);
+      planes = p.format === v1.PixelFormat.PlanarGDiff ? 3 : 1;
+      picture = new Picture(p.width, p.height * planes);
       break;
     case v1.T.Frame: {
       if (!picture) throw new v1.ProtocolError("frame before the stream description");
@@ -76,7 +81,7 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
         send(v1.ack(p.seq, v1.AckStatus.ChecksumMismatch, recvUs, decodedUs, nowUs()));
         return;
       }
-      renderer.draw(picture);
+      renderer.draw(picture, planes);
       if (measure) renderer.finish();
       const drawnMs = nowMs();
       stats.frames++;
@@ -125,7 +130,8 @@ function connect(): void {
   goodbyeReason = "";
   setStatus("connecting…");
   sock.onopen = () => {
-    sock.send(v1.hello(v1.Role.Viewer, v1.Caps.Lz4 | v1.Caps.Unchanged | v1.Caps.Xxh3 | v1.Caps.MovedRects, "screen", token));
+    const caps = v1.Caps.Lz4 | v1.Caps.Unchanged | v1.Caps.Xxh3 | v1.Caps.MovedRects | (wantGrey ? 0 : v1.Caps.Colour);
+    sock.send(v1.hello(v1.Role.Viewer, caps, "screen", token));
   };
   sock.onmessage = (ev: MessageEvent<ArrayBuffer>) => {
     const recvMs = nowMs();
@@ -195,7 +201,8 @@ declare global {
   interface Window {
     framewire: {
       stats: () => object;
-      readback: () => { width: number; height: number; grey: number[]; checksum: string };
+      /** Grey: one byte a pixel; colour (planes 3): R G B. */
+      readback: () => { width: number; height: number; planes: number; pixels: number[]; checksum: string };
     };
   }
 }
@@ -214,14 +221,15 @@ window.framewire = {
     totalMs: stats.total.values(),
     rttMs: stats.rtt.values(),
     width: picture?.width ?? 0,
-    height: picture?.height ?? 0,
+    height: (picture?.height ?? 0) / planes,
+    planes,
     lastChecksum,
   }),
   readback: () => {
     if (!picture) throw new Error("no picture yet");
-    renderer.draw(picture);
-    const grey = renderer.readback();
-    return { width: picture.width, height: picture.height, grey: Array.from(grey), checksum: lastChecksum };
+    renderer.draw(picture, planes);
+    const pixels = renderer.readback();
+    return { width: picture.width, height: picture.height / planes, planes, pixels: Array.from(pixels), checksum: lastChecksum };
   },
 };
 

@@ -1,6 +1,7 @@
-// Draws the grey picture with WebGL2: the grey bytes go straight into an R8 texture (no RGBA
-// expansion on the CPU), only the rows that changed are uploaded, and the fragment shader reads
-// row y from slot (top + y) mod height, so a scroll moves a uniform instead of texels.
+// Draws the picture with WebGL2: its bytes go straight into an R8 texture (no RGBA expansion on
+// the CPU), only the rows that changed are uploaded, and the fragment shader reads row y from
+// slot (top + y) mod height, so a scroll moves a uniform instead of texels. A colour picture is
+// three planes stacked (G, R − G, B − G): the shader reads row y of each and adds G back.
 
 import type { Picture } from "../common/picture";
 
@@ -17,12 +18,23 @@ precision highp int;
 uniform sampler2D grey;
 uniform int top;
 uniform int height;
+uniform int planes;
 out vec4 colour;
+int at(int x, int row) {
+  return int(texelFetch(grey, ivec2(x, (row + top) % height), 0).r * 255.0 + 0.5);
+}
 void main() {
   ivec2 p = ivec2(gl_FragCoord.xy);
-  int y = height - 1 - p.y;
-  float g = texelFetch(grey, ivec2(p.x, (y + top) % height), 0).r;
-  colour = vec4(g, g, g, 1.0);
+  int h = height / planes;
+  int y = h - 1 - p.y;
+  int g = at(p.x, y);
+  if (planes == 1) {
+    colour = vec4(vec3(float(g) / 255.0), 1.0);
+  } else {
+    int r = (at(p.x, y + h) + g) & 255;
+    int b = (at(p.x, y + 2 * h) + g) & 255;
+    colour = vec4(float(r), float(g), float(b), 255.0) / 255.0;
+  }
 }`;
 
 export class RenderError extends Error {}
@@ -41,8 +53,10 @@ export class Renderer {
   private tex: WebGLTexture;
   private readonly uTop: WebGLUniformLocation | null;
   private readonly uHeight: WebGLUniformLocation | null;
+  private readonly uPlanes: WebGLUniformLocation | null;
   private w = 0;
   private h = 0;
+  private planes = 1;
 
   constructor(private readonly canvas: HTMLCanvasElement) {
     const gl = canvas.getContext("webgl2", { antialias: false, depth: false, stencil: false, alpha: false, preserveDrawingBuffer: false });
@@ -57,6 +71,7 @@ export class Renderer {
     gl.useProgram(prog);
     this.uTop = gl.getUniformLocation(prog, "top");
     this.uHeight = gl.getUniformLocation(prog, "height");
+    this.uPlanes = gl.getUniformLocation(prog, "planes");
     gl.uniform1i(gl.getUniformLocation(prog, "grey"), 0);
     const tex = gl.createTexture();
     if (!tex) throw new RenderError("WebGL: cannot create a texture");
@@ -66,13 +81,16 @@ export class Renderer {
     gl.pixelStorei(gl.PACK_ALIGNMENT, 1);
   }
 
-  private resize(w: number, h: number): void {
+  /** A texture of w × h (all planes), a canvas of w × h / planes. */
+  private resize(w: number, h: number, planes: number): void {
     const gl = this.gl;
     this.w = w;
     this.h = h;
+    this.planes = planes;
     this.canvas.width = w;
-    this.canvas.height = h;
-    gl.viewport(0, 0, w, h);
+    this.canvas.height = h / planes;
+    gl.viewport(0, 0, w, h / planes);
+    gl.uniform1i(this.uPlanes, planes);
     gl.activeTexture(gl.TEXTURE0);
     gl.bindTexture(gl.TEXTURE_2D, this.tex);
     gl.texStorage2D(gl.TEXTURE_2D, 1, gl.R8, w, h);
@@ -82,9 +100,9 @@ export class Renderer {
   }
 
   /** Uploads the slots that changed (in runs of adjacent slots) and draws. */
-  draw(p: Picture): void {
+  draw(p: Picture, planes = 1): void {
     const gl = this.gl;
-    if (p.width !== this.w || p.height !== this.h) {
+    if (p.width !== this.w || p.height !== this.h || planes !== this.planes) {
       // texStorage2D is immutable: a new size needs a new texture object's storage.
       if (this.w !== 0) {
         gl.deleteTexture(this.tex);
@@ -92,7 +110,7 @@ export class Renderer {
         if (!t) throw new RenderError("WebGL: cannot create a texture");
         this.tex = t;
       }
-      this.resize(p.width, p.height);
+      this.resize(p.width, p.height, planes);
       p.allDirty = true;
     }
     const w = p.width;
@@ -124,21 +142,23 @@ export class Renderer {
   }
 
   /**
-   * The drawn picture read back from the canvas (the R channel, top row first). Call right
-   * after draw(), in the same task, while the drawing buffer still holds the frame.
+   * The drawn picture read back from the canvas, top row first: grey, one byte a pixel (the R
+   * channel); colour, R G B. Call right after draw(), in the same task, while the drawing
+   * buffer still holds the frame.
    */
   readback(): Uint8Array {
     const gl = this.gl;
     const w = this.w;
-    const h = this.h;
+    const h = this.h / this.planes;
+    const n = this.planes === 1 ? 1 : 3;
     const rgba = new Uint8Array(w * h * 4);
     gl.readPixels(0, 0, w, h, gl.RGBA, gl.UNSIGNED_BYTE, rgba);
-    const grey = new Uint8Array(w * h);
+    const out = new Uint8Array(w * h * n);
     for (let y = 0; y < h; y++) {
       const src = (h - 1 - y) * w * 4;
-      const dst = y * w;
-      for (let x = 0; x < w; x++) grey[dst + x] = rgba[src + x * 4]!;
+      const dst = y * w * n;
+      for (let x = 0; x < w; x++) for (let c = 0; c < n; c++) out[dst + x * n + c] = rgba[src + x * 4 + c]!;
     }
-    return grey;
+    return out;
   }
 }

@@ -18,19 +18,25 @@ async function checksumOf(grey, width) {
   return h.init().update(hashes).digest("hex");
 }
 
+/** Opens the page with `query` and waits until it has drawn `n` frames; returns the page and its stats. */
+async function drawn(server, browser, query, n, viewport) {
+  const page = await browser.newPage({ viewport });
+  const logs = [];
+  page.on("console", (m) => logs.push(m.text()));
+  page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
+  await page.goto(`${server.url}/?${query}`);
+  const s = await until(`${n} frames drawn`, async () => {
+    const st = await page.evaluate(() => window.framewire.stats());
+    return st.frames >= n ? st : null;
+  }, 60000).catch((e) => {
+    throw new Error(`${e.message}; page log: ${logs.join(" | ")}; server: ${server.stderr()}`);
+  });
+  return { page, s };
+}
+
 test("the page receives a scrolling desktop, verifies it, and draws exactly the host's picture", { timeout: 120000 }, async () => {
   await withServerAndBrowser(["--source", "synthetic", "--scene", "scroll", "--resolution", "sharp", "--no-daylight"], async (server, browser) => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 960 } });
-    const logs = [];
-    page.on("console", (m) => logs.push(m.text()));
-    page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
-    await page.goto(`${server.url}/?measure=1`);
-    const s = await until("300 frames drawn", async () => {
-      const st = await page.evaluate(() => window.framewire.stats());
-      return st.frames >= 300 ? st : null;
-    }, 60000).catch((e) => {
-      throw new Error(`${e.message}; page log: ${logs.join(" | ")}; server: ${server.stderr()}`);
-    });
+    const { page, s } = await drawn(server, browser, "measure=1&grey=1", 300, { width: 1280, height: 960 });
     assert.equal(s.width, 1600);
     assert.equal(s.height, 1200);
     assert.equal(s.checksumFailures, 0, "checksum failures");
@@ -39,7 +45,8 @@ test("the page receives a scrolling desktop, verifies it, and draws exactly the 
 
     // Stop the source so the picture holds still, then compare the canvas with the checksum.
     const shot = await page.evaluate(() => window.framewire.readback());
-    const grey = Uint8Array.from(shot.grey);
+    assert.equal(shot.planes, 1, "the page asked for grey");
+    const grey = Uint8Array.from(shot.pixels);
     assert.equal(grey.length, 1600 * 1200);
     assert.equal(await checksumOf(grey, 1600), shot.checksum, "canvas pixels match the host's checksum");
     assert.ok(new Set(grey.subarray(0, 160000)).size > 2, "the picture is not blank");
@@ -65,23 +72,42 @@ test("the page receives a scrolling desktop, verifies it, and draws exactly the 
 
 test("with --codec zstd the page, which declares only LZ4, gets LZ4 and shows a verified picture", { timeout: 120000 }, async () => {
   await withServerAndBrowser(["--source", "synthetic", "--scene", "scroll", "--resolution", "640x480", "--codec", "zstd", "--no-daylight"], async (server, browser) => {
-    const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
-    const logs = [];
-    page.on("console", (m) => logs.push(m.text()));
-    page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
-    await page.goto(`${server.url}/?measure=1`);
-    const s = await until("120 frames drawn", async () => {
-      const st = await page.evaluate(() => window.framewire.stats());
-      return st.frames >= 120 ? st : null;
-    }, 60000).catch((e) => {
-      throw new Error(`${e.message}; page log: ${logs.join(" | ")}; server: ${server.stderr()}`);
-    });
+    const { page, s } = await drawn(server, browser, "measure=1", 120, { width: 800, height: 600 });
     assert.equal(s.checksumFailures, 0, "checksum failures");
     assert.equal(s.decodeErrors, 0, "decode errors");
     assert.ok(s.frames - s.keyframes > 60, `deltas applied (${s.frames} frames, ${s.keyframes} keyframes)`);
     const shot = await page.evaluate(() => window.framewire.readback());
-    const grey = Uint8Array.from(shot.grey);
-    assert.equal(grey.length, 640 * 480);
-    assert.equal(await checksumOf(grey, 640), shot.checksum, "canvas pixels match the host's checksum");
+    assert.equal(shot.planes, 3, "the page asks for colour by default");
+    const planes = planesOf(Uint8Array.from(shot.pixels), 640, 480);
+    assert.equal(await checksumOf(planes, 640), shot.checksum, "canvas pixels match the host's checksum");
+  });
+});
+
+/** R G B pixels to the planes G, R − G, B − G (mod 256), stacked: the spec's colour format. */
+function planesOf(rgb, width, height) {
+  const n = width * height;
+  const out = new Uint8Array(3 * n);
+  for (let i = 0; i < n; i++) {
+    const [r, g, b] = [rgb[3 * i], rgb[3 * i + 1], rgb[3 * i + 2]];
+    out[i] = g;
+    out[n + i] = (r - g) & 255;
+    out[2 * n + i] = (b - g) & 255;
+  }
+  return out;
+}
+
+test("in colour, a desktop with moving colour is drawn exactly: canvas pixels read back equal the host's colour picture", { timeout: 120000 }, async () => {
+  await withServerAndBrowser(["--source", "synthetic", "--scene", "mixed", "--resolution", "800x600", "--no-daylight"], async (server, browser) => {
+    const { page, s } = await drawn(server, browser, "measure=1", 150, { width: 1000, height: 800 });
+    assert.equal(s.checksumFailures, 0, "checksum failures");
+    assert.equal(s.decodeErrors, 0, "decode errors");
+    assert.deepEqual([s.width, s.height, s.planes], [800, 600, 3]);
+    const shot = await page.evaluate(() => window.framewire.readback());
+    const rgb = Uint8Array.from(shot.pixels);
+    assert.equal(rgb.length, 800 * 600 * 3);
+    assert.equal(await checksumOf(planesOf(rgb, 800, 600), 800), shot.checksum, "canvas pixels match the host's colour checksum");
+    let coloured = 0;
+    for (let i = 0; i < rgb.length; i += 3) if (rgb[i] !== rgb[i + 1] || rgb[i + 1] !== rgb[i + 2]) coloured++;
+    assert.ok(coloured > 1000, `the picture has colour (${coloured} coloured pixels)`);
   });
 });

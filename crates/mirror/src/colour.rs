@@ -1,0 +1,146 @@
+//! The colour stream: the same captures as the grey one, as planes G, R − G, B − G
+//! (`framewire_codec::colour`), encoded with moved rectangles and published for the viewers
+//! that asked for colour. It runs only while such a viewer is connected; when the last one
+//! leaves, its reference is dropped, and the next one starts from a keyframe.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use framewire_capture::Captured;
+use framewire_codec::checksum::checksum_of_rows;
+use framewire_codec::colour::{ingest_planes, PLANES};
+use framewire_codec::grey::PixelOrder;
+use framewire_codec::ingest::{Previous, Source};
+use framewire_codec::{EncodedKind, HostEncoder};
+use framewire_session::{FrameMeta, Payload, SourceFrame};
+use tracing::warn;
+
+use crate::mirror::Mirror;
+use crate::pipeline::{payload_of, BufferPool};
+
+pub(crate) struct ColourStage {
+    encoder: Option<HostEncoder>,
+    pool: BufferPool,
+    payload: Vec<u8>,
+    hashes: Vec<u64>,
+    prev_hashes: Vec<u64>,
+    last: Option<Arc<SourceFrame>>,
+    content_id: u64,
+}
+
+impl ColourStage {
+    pub fn new() -> ColourStage {
+        ColourStage {
+            encoder: None,
+            pool: BufferPool::default(),
+            payload: Vec::new(),
+            hashes: Vec::new(),
+            prev_hashes: Vec::new(),
+            last: None,
+            content_id: 0,
+        }
+    }
+
+    /// Whether colour is wanted now; forgets everything when it is not.
+    fn wanted(&mut self, m: &Mirror) -> bool {
+        let on = m.colour_viewers.load(Ordering::Relaxed) > 0;
+        if !on && self.encoder.is_some() {
+            *self = ColourStage::new();
+            m.colour_frames.send_replace(None);
+        }
+        on
+    }
+
+    /// A captured picture whose damaged rows (`None`: all) changed.
+    pub fn frame(
+        &mut self,
+        m: &Mirror,
+        captured: &Captured<'_>,
+        damage: Option<&[(u32, u32)]>,
+        seq: u64,
+        capture_us: u64,
+    ) {
+        if !self.wanted(m) {
+            return;
+        }
+        let (w, h) = (captured.width, captured.height);
+        let codec = m.cfg.codec;
+        let encoder = self.encoder.get_or_insert_with(|| {
+            HostEncoder::new(codec, 0)
+                .with_rects(true)
+                .with_planes(PLANES)
+        });
+        let same_size = self
+            .last
+            .as_ref()
+            .filter(|l| l.width == w && l.height == h * PLANES as u32)
+            .cloned();
+        let mut planes = self.pool.take(w as usize * h as usize * PLANES);
+        ingest_planes(
+            Source::new(captured.bgra, PixelOrder::Bgra, w as usize),
+            same_size.as_ref().map(|p| Previous {
+                grey: &p.grey,
+                hashes: &self.prev_hashes,
+            }),
+            damage.filter(|_| same_size.is_some()),
+            Arc::get_mut(&mut planes).expect("a buffer nobody holds"),
+            &mut self.hashes,
+        );
+        let checksum = checksum_of_rows(&self.hashes);
+        let (enc, old) = match encoder.encode_hashed(
+            planes.clone(),
+            w as usize,
+            &self.hashes,
+            &mut self.payload,
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                m.counters.colour_encode_errors.inc();
+                warn!(error = %e, "colour encode failed");
+                return;
+            }
+        };
+        std::mem::swap(&mut self.hashes, &mut self.prev_hashes);
+        let base = old.clone().filter(|_| enc.kind == EncodedKind::RectDelta);
+        if let Some(o) = old {
+            self.pool.give(o);
+        }
+        let data = Bytes::copy_from_slice(&self.payload);
+        let Some(payload) = payload_of(enc.kind, base, data, seq, &mut self.content_id) else {
+            m.counters.colour_encode_errors.inc();
+            return;
+        };
+        m.counters.colour_frames.inc();
+        let meta = FrameMeta {
+            seq,
+            capture_us,
+            width: w,
+            height: h * PLANES as u32,
+            grey: planes,
+            checksum,
+            content_id: self.content_id,
+            codec,
+            planes: PLANES as u32,
+        };
+        self.last = Some(Arc::new(SourceFrame::new(meta, payload)));
+        m.colour_frames.send_replace(self.last.clone());
+    }
+
+    /// Nothing was drawn: the last colour picture again (or the first one, made whole, when a
+    /// colour viewer has just arrived at a still screen).
+    pub fn undamaged(&mut self, m: &Mirror, captured: &Captured<'_>, seq: u64, capture_us: u64) {
+        if !self.wanted(m) {
+            return;
+        }
+        let Some(prev) = self.last.clone() else {
+            return self.frame(m, captured, None, seq, capture_us);
+        };
+        let f = Arc::new(SourceFrame::new(
+            prev.again(seq, capture_us),
+            Payload::Unchanged,
+        ));
+        self.last = Some(f.clone());
+        m.colour_frames.send_replace(Some(f));
+    }
+}
