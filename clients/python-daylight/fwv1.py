@@ -22,7 +22,8 @@ import xxhash
 MAGIC = b"FW"
 HELLO, WELCOME, STREAM_DESC, FRAME, UNCHANGED = 0x01, 0x02, 0x03, 0x10, 0x11
 ACK, PING, PONG, COMMAND, GOODBYE = 0x20, 0x30, 0x31, 0x40, 0x7F
-CAP_LZ4, CAP_ZSTD, CAP_UNCHANGED, CAP_XXH3, CAP_MOVED_RECTS = 1, 2, 4, 8, 16
+CAP_LZ4, CAP_ZSTD, CAP_UNCHANGED, CAP_XXH3, CAP_MOVED_RECTS, CAP_COLOUR = 1, 2, 4, 8, 16, 32
+FORMAT_GREY, FORMAT_PLANAR_GDIFF = 1, 2
 FLAG_KEYFRAME, FLAG_ROWS, FLAG_RECTS = 1, 2, 4
 CODEC_RAW, CODEC_LZ4 = 0, 1
 MAX_MOVES = 64
@@ -203,6 +204,7 @@ class Viewer:
         self.sock = sock
         self.buf = bytearray()
         self.picture: Picture | None = None
+        self.planes = 1
         self.caps = caps
         self.welcome_caps = 0
 
@@ -242,8 +244,10 @@ class Viewer:
             if ptype == WELCOME:
                 self.welcome_caps = struct.unpack_from("<I", body, 2)[0]
             elif ptype == STREAM_DESC:
-                w, h = struct.unpack_from("<II", body, 0)
-                self.picture = Picture(w, h)
+                w, h, fmt = struct.unpack_from("<IIB", body, 0)
+                # Colour: the planes G, R - G, B - G stacked into one picture 3 x h tall.
+                self.planes = 3 if fmt == FORMAT_PLANAR_GDIFF else 1
+                self.picture = Picture(w, h * self.planes)
             elif ptype == FRAME:
                 seq, _cap, flags, codec, checksum, raw_len = struct.unpack_from("<QQBBQI", body, 0)
                 payload = body[30:]
@@ -268,6 +272,15 @@ class Viewer:
             elif ptype == GOODBYE:
                 code = struct.unpack_from("<H", body, 0)[0]
                 raise ProtocolError(f"goodbye {code}: {body[4:].decode(errors='replace')}")
+
+    def rgb(self) -> bytes:
+        """The picture as R G B bytes (colour), or grey repeated (grey)."""
+        pic = self.picture
+        n = pic.width * (pic.height // self.planes)
+        if self.planes == 1:
+            return bytes(b for g in pic.pixels for b in (g, g, g))
+        g, r, b = pic.pixels[:n], pic.pixels[n:2 * n], pic.pixels[2 * n:]
+        return bytes(v for i in range(n) for v in ((r[i] + g[i]) & 255, g[i], (b[i] + g[i]) & 255))
 
     def close(self) -> None:
         self.sock.close()

@@ -107,3 +107,17 @@ def test_a_viewer_without_moved_rectangles_gets_full_deltas(tmp_path):
     assert all(s.ok for s in shown)
     assert not v.welcome_caps & fwv1.CAP_MOVED_RECTS
     assert all(s.flags in (0, fwv1.FLAG_KEYFRAME) for s in shown), {s.flags for s in shown}
+
+
+def test_colour_arrives_exact_and_in_colour():
+    caps = fwv1.CAP_LZ4 | fwv1.CAP_UNCHANGED | fwv1.CAP_XXH3 | fwv1.CAP_MOVED_RECTS | fwv1.CAP_COLOUR
+    with host("--scene", "mixed", "--resolution", "160x120") as srv:
+        v = fwv1.Viewer.connect("127.0.0.1", srv.v1_port, caps=caps)
+        shown = list(v.frames(40))
+        v.close()
+    assert v.welcome_caps & fwv1.CAP_COLOUR
+    assert v.planes == 3 and (v.picture.width, v.picture.height) == (160, 360)
+    assert all(s.ok for s in shown), [s for s in shown if not s.ok][:3]
+    rgb = v.rgb()
+    assert len(rgb) == 160 * 120 * 3
+    assert sum(1 for i in range(0, len(rgb), 3) if rgb[i] != rgb[i + 1]) > 100, "the picture has colour"

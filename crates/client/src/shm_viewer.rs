@@ -72,7 +72,10 @@ pub struct ShmFrameEvent<'a> {
     pub width: u32,
     pub height: u32,
     /// The picture (for an unchanged frame, the previous one's pixels are not repeated: empty).
+    /// In colour, the planes G, R − G, B − G one after the other.
     pub pixels: &'a [u8],
+    /// 1 grey, 3 colour.
+    pub planes: u32,
     pub unchanged: bool,
     pub checksum_ok: bool,
 }
@@ -114,11 +117,15 @@ pub fn run(
                 continue;
             }
         };
-        if h.format != shm_frame::PixelFormat::Grey {
+        if !matches!(
+            h.format,
+            shm_frame::PixelFormat::Grey | shm_frame::PixelFormat::PlanarGDiff
+        ) {
             lock(stats).bad_messages += 1;
             continue;
         }
         let t = now_us();
+        // Colour planes are checked as the picture of stacked planes they are.
         let ok = if h.unchanged {
             last_sum == Some(h.checksum)
         } else {
@@ -131,6 +138,7 @@ pub fn run(
             width: h.width,
             height: h.height,
             pixels: px,
+            planes: h.format.bytes_per_pixel() as u32,
             unchanged: h.unchanged,
             checksum_ok: ok,
         };

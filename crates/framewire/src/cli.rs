@@ -187,6 +187,9 @@ pub struct ServeArgs {
     /// for local consumers such as `framewire view --shm NAME`.
     #[arg(long, value_name = "NAME")]
     pub shm_export: Option<String>,
+    /// Export lossless colour (planes G, R − G, B − G; shared-memory format 2) instead of grey.
+    #[arg(long, requires = "shm_export")]
+    pub shm_colour: bool,
     /// X11: capture only this part of the screen, WxH+X+Y (e.g. 1600x1200+0+0).
     #[arg(long, value_name = "WxH+X+Y")]
     pub region: Option<String>,

@@ -140,6 +140,7 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         }),
         trace_frames: a.trace_frames.clone(),
         shm_export: a.shm_export.clone(),
+        shm_colour: a.shm_colour,
         touch_addr: (!a.no_touch && matches!(src, SourceSpec::X11 { .. }))
             .then(|| SocketAddr::from(([127, 0, 0, 1], a.touch_port))),
         input,

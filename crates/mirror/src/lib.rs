@@ -47,9 +47,10 @@ impl Mirror {
     pub fn spawn_shm_export(
         self: &Arc<Self>,
         name: &str,
+        colour: bool,
     ) -> Result<std::thread::JoinHandle<()>, framewire_shm::ShmError> {
-        let ch = shm_export::open(name)?;
-        Ok(shm_export::spawn(ch, self.clone()))
+        let ch = shm_export::open(name, colour)?;
+        Ok(shm_export::spawn(ch, self.clone(), colour))
     }
 
     /// Starts injecting viewers' input into an X display (only viewers with the control

@@ -1,12 +1,13 @@
 //! Exports the screen stream to a mirror-memory route (`serve --shm-export NAME`), for local
 //! consumers (a recorder, an analysis process, a viewer on the same machine) that want whole
 //! pictures without a socket: one message per frame (`framewire_proto::shm_frame`), the grey
-//! picture read in place by every receiver.
+//! picture (or, with `--shm-colour`, the colour planes) read in place by every receiver.
 //!
 //! The route drops the oldest frames for a receiver that is behind (newest wins, as for
 //! network viewers), and the export never waits: a frame that finds no room (a receiver is
 //! still reading every block) is skipped and counted, so the capture loop is never slowed.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,29 +17,40 @@ use tracing::{info, warn};
 
 use crate::mirror::Mirror;
 
-/// Pool blocks large enough for a 4096×4096 picture.
-const MAX_FRAME: usize = shm_frame::HEADER + 4096 * 4096;
+/// Pool blocks large enough for a 4096×4096 picture (three planes in colour).
+fn max_frame(colour: bool) -> usize {
+    shm_frame::HEADER + 4096 * 4096 * if colour { 3 } else { 1 }
+}
 
-pub fn open(name: &str) -> Result<Channel, ShmError> {
+pub fn open(name: &str, colour: bool) -> Result<Channel, ShmError> {
     Channel::open(
         name,
         &Options::route()
             .policy(Policy::DropOldest)
-            .pool(4, MAX_FRAME)
+            .pool(4, max_frame(colour))
             .topic(shm_frame::TOPIC),
     )
 }
 
-/// Runs the export on its own thread until the server shuts down.
-pub fn spawn(ch: Channel, mirror: Arc<Mirror>) -> std::thread::JoinHandle<()> {
+/// Runs the export on its own thread until the server shuts down. In colour it takes the
+/// colour stream, which the capture loop makes while the export runs.
+pub fn spawn(ch: Channel, mirror: Arc<Mirror>, colour: bool) -> std::thread::JoinHandle<()> {
     let rt = tokio::runtime::Handle::current();
     std::thread::Builder::new()
         .name("framewire-shm-export".into())
-        .spawn(move || rt.block_on(run(ch, mirror)))
+        .spawn(move || {
+            if colour {
+                mirror.colour_viewers.fetch_add(1, Ordering::Relaxed);
+            }
+            rt.block_on(run(ch, mirror.clone(), colour));
+            if colour {
+                mirror.colour_viewers.fetch_sub(1, Ordering::Relaxed);
+            }
+        })
         .expect("spawning the mirror-memory export thread")
 }
 
-async fn run(ch: Channel, mirror: Arc<Mirror>) {
+async fn run(ch: Channel, mirror: Arc<Mirror>, colour: bool) {
     let mut tx = match ch.sender() {
         Ok(t) => t,
         Err(e) => {
@@ -47,7 +59,10 @@ async fn run(ch: Channel, mirror: Arc<Mirror>) {
         }
     };
     info!(route = ch.name(), path = %ch.path().display(), "exporting frames to mirror memory");
-    let mut frames = mirror.frames.subscribe();
+    let mut frames = match colour {
+        true => mirror.colour_frames.subscribe(),
+        false => mirror.frames.subscribe(),
+    };
     let mut shutdown = mirror.stop.subscribe();
     let exported = mirror.counters.shm_frames_exported.clone();
     let (mut last_seq, mut last_content) = (None, None);
@@ -67,10 +82,13 @@ async fn run(ch: Channel, mirror: Arc<Mirror>) {
             seq: f.seq,
             capture_us: f.capture_us,
             width: f.width,
-            height: f.height,
+            height: f.height / f.planes.max(1),
             checksum: f.checksum,
             unchanged: last_content == Some(f.content_id),
-            format: PixelFormat::Grey,
+            format: match f.planes {
+                3 => PixelFormat::PlanarGDiff,
+                _ => PixelFormat::Grey,
+            },
         };
         let len = h.message_len();
         let r = tx.send_with(len, Some(Duration::ZERO), |b| {

@@ -29,6 +29,9 @@ pub const CAPTURE_TOPIC: &str = "framewire.capture.v1";
 pub enum PixelFormat {
     Grey = 0,
     Bgra = 1,
+    /// Lossless colour: the planes G, R − G, B − G (mod 256), each width × height, one after
+    /// the other (as framewire v1's StreamDesc format 2).
+    PlanarGDiff = 2,
 }
 
 impl PixelFormat {
@@ -36,6 +39,7 @@ impl PixelFormat {
         match self {
             PixelFormat::Grey => 1,
             PixelFormat::Bgra => 4,
+            PixelFormat::PlanarGDiff => 3,
         }
     }
 }
@@ -101,6 +105,7 @@ pub fn parse(msg: &[u8]) -> Result<(FrameHeader, &[u8]), ProtoError> {
     let format = match msg[5] {
         0 => PixelFormat::Grey,
         1 => PixelFormat::Bgra,
+        2 => PixelFormat::PlanarGDiff,
         _ => {
             return Err(ProtoError::InvalidField {
                 field: "format",

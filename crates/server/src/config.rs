@@ -47,6 +47,8 @@ pub struct ServerConfig {
     pub trace_frames: Option<PathBuf>,
     /// Also publish every frame to this shared-memory route (see `shm_export.rs`).
     pub shm_export: Option<String>,
+    /// Export colour planes (G, R − G, B − G) instead of grey.
+    pub shm_colour: bool,
     /// Inject viewers' input into this X display (`None`: view only).
     pub input: Option<InputConfig>,
     /// The token a viewer presents to send input (it may view with it too).
@@ -174,6 +176,7 @@ impl Default for ServerConfig {
             status_file: None,
             trace_frames: None,
             shm_export: None,
+            shm_colour: false,
             input: None,
             control_token: None,
             touch_addr: None,

@@ -113,7 +113,7 @@ impl Server {
         h.start_input(&cfg)?;
         if let Some(name) = &cfg.shm_export {
             let t = mirror
-                .spawn_shm_export(name)
+                .spawn_shm_export(name, cfg.shm_colour)
                 .with_context(|| format!("opening shared-memory route {name}"))?;
             h.threads.push(t);
         }

@@ -766,11 +766,22 @@ async fn an_undamaged_screen_costs_no_conversion_or_encoding() {
 /// reading it in place; its file goes away with the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shm_export_delivers_exact_pictures_to_a_local_viewer() {
+    shm_export_case(false).await
+}
+
+/// The same in colour (`--shm-colour`): the planes G, R − G, B − G of exactly the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shm_export_delivers_exact_colour_pictures() {
+    shm_export_case(true).await
+}
+
+async fn shm_export_case(colour: bool) {
     use framewire_client::shm_viewer::{self, ShmViewerStats};
     use std::sync::atomic::AtomicBool;
-    let name = format!("loopback-{}", std::process::id());
+    let name = format!("loopback-{}-{colour}", std::process::id());
     let mut cfg = config(Scene::Mixed, 320, 240);
     cfg.shm_export = Some(name.clone());
+    cfg.shm_colour = colour;
     let server = Server::start(cfg).await.unwrap();
     let path = framewire_shm::path_for(&name).unwrap();
     assert!(path.exists());
@@ -782,7 +793,16 @@ async fn shm_export_delivers_exact_pictures_to_a_local_viewer() {
         shm_viewer::run(&n2, Some(90), &stop, &s2, |ev| {
             if !ev.unchanged {
                 checked += 1;
-                if ev.pixels != &expected(Scene::Mixed, ev.width, ev.height, ev.seq)[..] {
+                let want = if colour {
+                    let mut src = SyntheticSource::new(Scene::Mixed, ev.width, ev.height);
+                    let mut planes = Vec::new();
+                    let bgra = src.render(ev.seq);
+                    framewire_codec::colour::to_planes(bgra, PixelOrder::Bgra, 320, &mut planes);
+                    planes
+                } else {
+                    expected(Scene::Mixed, ev.width, ev.height, ev.seq)
+                };
+                if ev.pixels != &want[..] || ev.planes != if colour { 3 } else { 1 } {
                     bad += 1;
                 }
             }
