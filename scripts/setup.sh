@@ -2,7 +2,8 @@
 # Installs what building and testing framewire needs, idempotently, on a fresh Debian machine:
 # a C compiler (liblz4 and zstd are built from their crates' bundled sources), a Rust toolchain
 # with rustfmt and clippy, promtool (Prometheus' checker, for the /metrics test), Node with the
-# web pages' npm packages, Chromium and Xvfb (browser and X11 tests), and a Python virtualenv
+# web pages' npm packages, Chromium and Xvfb (browser and X11 tests), xterm, xdotool and
+# x11vnc (a real application in colour; the VNC peer), and a Python virtualenv
 # with pytest, lz4 and xxhash for the independent Daylight client. Anything already present is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,11 @@ command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v Xvfb >/dev/null 2>&1 || need_apt+=(xvfb)
+# A real application for the colour test (xterm, moved and scrolled with xdotool), and the VNC
+# server framewire is measured against on the same screen (scripts/corpus.py).
+command -v xterm >/dev/null 2>&1 || need_apt+=(xterm)
+command -v xdotool >/dev/null 2>&1 || need_apt+=(xdotool)
+command -v x11vnc >/dev/null 2>&1 || need_apt+=(x11vnc)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
