@@ -51,8 +51,7 @@ type Latest = Arc<Mutex<Option<Vec<u8>>>>;
 /// the application may still be drawing).
 async fn converge(display: &str, latest: &Latest, what: &str) {
     let until = Instant::now() + Duration::from_secs(15);
-    let mut want = Vec::new();
-    loop {
+    let want = loop {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let screen = screen_planes(display);
         if latest.lock().unwrap().as_deref() == Some(&screen[..]) {
@@ -65,10 +64,9 @@ async fn converge(display: &str, latest: &Latest, what: &str) {
             return;
         }
         if Instant::now() > until {
-            want = screen;
-            break;
+            break screen;
         }
-    }
+    };
     let got = latest.lock().unwrap().clone().unwrap_or_default();
     let differ = got.iter().zip(&want).filter(|(a, b)| a != b).count();
     panic!("{what}: the viewer's colour picture never equalled the screen ({differ} bytes differ)");
