@@ -313,6 +313,49 @@ def record_one(bin: Path, out: Path, name: str, vnc: bool) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def live(bin: Path, out: Path, name: str, colour: bool) -> dict:
+    """The workload live: `framewire serve` on the Xvfb screen at 60 fps with one headless
+    viewer (colour or grey) on loopback, while the actions run. Returns the server's CPU (% of
+    one core, over the actions) and the viewer's capture-to-applied latency."""
+    setup, actions, seconds = WORKLOADS[name]
+    tmp = out / f".tmp-live-{name}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    s = Screen()
+    try:
+        setup(s, tmp)
+        time.sleep(2)
+        port = 20000 + s.n
+        srv = s.start(
+            [str(bin), "serve", "--source", f"x11:{s.n}", "--no-cursor", "--view-only", "--port", str(port),
+             "--no-daylight", "--no-sensors", "--no-http", "--no-touch", "--fps", "60",
+             "--control-socket", str(tmp / "ctl.sock"), "--status-file", str(tmp / "status")]
+        )
+        time.sleep(1)
+        view = subprocess.Popen(
+            [str(bin), "view", "--headless", "--port", str(port), "--interval", "1000"]
+            + ([] if colour else ["--grey"]),
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+        )
+        time.sleep(1.5)
+        c0, t0 = cpu_seconds(srv.pid), time.monotonic()
+        actions(s, tmp)
+        c1, t1 = cpu_seconds(srv.pid), time.monotonic()
+        os.killpg(view.pid, signal.SIGINT)
+        line = view.communicate(timeout=10)[0].strip().splitlines()[-1]
+        e2e = line.split("e2e avg/p99 ")[1].split("ms")[0].split("/")
+        return {"cpu_percent": 100 * (c1 - c0) / (t1 - t0), "e2e_avg_ms": float(e2e[0]), "e2e_p99_ms": float(e2e[1]), "viewer": line}
+    finally:
+        s.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def report(bin: Path, out: Path, names: list[str]) -> str:
     inputs = ",".join(str(out / f"{n}.fwrec") for n in names)
     rows = json.loads(
@@ -324,23 +367,27 @@ def report(bin: Path, out: Path, names: list[str]) -> str:
         ).stdout
     )
     lines = [
-        "| workload | pictures changed | framewire grey, B per changed picture | framewire grey, kB/s | x11vnc Tight (colour), updates | x11vnc B per update | x11vnc kB/s | framewire ÷ x11vnc, per picture/update |",
-        "|---|---|---|---|---|---|---|---|",
+        "| workload | pictures changed | grey, row deltas | grey, moved rects | colour, moved rects | x11vnc Tight (colour), updates | x11vnc per update | colour ÷ x11vnc | framewire colour kB/s | x11vnc kB/s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n, r in zip(names, rows):
-        fw_b = r["rows"]["bytes_per_changed_frame_mean"]
+        rows_b = r["rows"]["bytes_per_changed_frame_mean"]
+        rects_b = r["rects"]["bytes_per_changed_frame_mean"]
+        colour_b = r["colour"]["bytes_per_changed_frame_mean"]
         seconds = WORKLOADS[n][2]
-        fw_rate = fw_b * r["changed_frames"] / seconds / 1000
+        colour_rate = colour_b * r["changed_frames"] / seconds / 1000
         v = {}
         vf = out / f"{n}.vnc.json"
         if vf.exists():
             v = json.loads(vf.read_text())
         if v.get("updates"):
             vb = v["bytes_per_update_mean"]
-            vnc = f"{v['updates']} | {vb:,.0f} | {v['bytes'] / v['seconds'] / 1000:,.0f} | {fw_b / vb:.2f}"
+            vnc = f"{v['updates']} | {vb:,.0f} B | {colour_b / vb:.2f} | {colour_rate:,.0f} | {v['bytes'] / v['seconds'] / 1000:,.0f}"
         else:
-            vnc = "– | – | – | –"
-        lines.append(f"| {n} | {r['changed_frames']} | {fw_b:,.0f} | {fw_rate:,.0f} | {vnc} |")
+            vnc = f"– | – | – | {colour_rate:,.0f} | –"
+        lines.append(
+            f"| {n} | {r['changed_frames']} | {rows_b:,.0f} B | {rects_b:,.0f} B | {colour_b:,.0f} B | {vnc} |"
+        )
     return "\n".join(lines)
 
 
@@ -351,6 +398,8 @@ def main() -> int:
     ap.add_argument("--only", help="comma-separated workloads [default: all]: " + ", ".join(WORKLOADS))
     ap.add_argument("--no-vnc", action="store_true", help="do not measure x11vnc alongside")
     ap.add_argument("--report-only", action="store_true", help="only measure existing recordings")
+    ap.add_argument("--live", action="store_true",
+                    help="also run each workload live through framewire serve with one headless viewer, colour then grey: server CPU and capture-to-applied latency")
     a = ap.parse_args()
     names = a.only.split(",") if a.only else list(WORKLOADS)
     unknown = [n for n in names if n not in WORKLOADS]
@@ -365,6 +414,14 @@ def main() -> int:
             log(f"[{i + 1}/{len(names)}] recording {n} ({WORKLOADS[n][2]:.0f} s)")
             record_one(a.bin, a.out, n, not a.no_vnc)
     table = report(a.bin, a.out, names)
+    if a.live:
+        live_rows = ["", "| workload | viewer | server CPU, % of one core | capture→applied avg | p99 |", "|---|---|---|---|---|"]
+        for n in names:
+            for colour in (True, False):
+                r = live(a.bin, a.out, n, colour)
+                log(f"{n} live ({'colour' if colour else 'grey'}): {r['viewer']}")
+                live_rows.append(f"| {n} | {'colour' if colour else 'grey'} | {r['cpu_percent']:.1f} | {r['e2e_avg_ms']:.2f} ms | {r['e2e_p99_ms']:.2f} ms |")
+        table += "\n" + "\n".join(live_rows)
     (a.out / "RESULTS.md").write_text(table + "\n")
     print(table)
     return 0

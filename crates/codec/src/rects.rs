@@ -203,6 +203,9 @@ fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
 /// of unchanged (zero after XOR) pixels costs LZ4 about one byte per 255.
 const MERGE_GAP: usize = 64;
 
+/// A run of a row after the moves: (x0, x1, where pixel x0 comes from in the old picture).
+type Piece = (usize, usize, usize);
+
 /// The picture patches apply to: the previous one with the moves applied, made a row at a
 /// time when asked (copying whole pictures cost more than finding the moves).
 pub struct Reference<'a> {
@@ -235,8 +238,8 @@ impl<'a> Reference<'a> {
     }
 
     /// Row `y` after the moves as pieces of the previous picture, left to right:
-    /// (x0, x1, where pixel x0 comes from in `prev`).
-    fn pieces(&self, y: usize, out: &mut Vec<(usize, usize, usize)>) {
+    /// (x0, x1, where pixel x0 comes from in `prev`). `out` holds them; `spare` is scratch.
+    fn pieces(&self, y: usize, out: &mut Vec<Piece>, spare: &mut Vec<Piece>) {
         let w = self.width;
         out.clear();
         out.push((0, w, y * w));
@@ -247,20 +250,23 @@ impl<'a> Reference<'a> {
             }
             let (a, b) = (r.x as usize, (r.x + r.w) as usize);
             let src = (y as i64 + m.dy as i64) as usize * w + (a as i64 + m.dx as i64) as usize;
-            // Cut what the move covers out of the pieces, then put it in.
-            let mut kept = Vec::with_capacity(out.len() + 2);
+            // Cut what the move covers out of the pieces and put it in, keeping the order.
+            spare.clear();
+            let mut placed = false;
             for &(x0, x1, s) in out.iter() {
                 if x0 < a {
-                    kept.push((x0, x1.min(a), s));
+                    spare.push((x0, x1.min(a), s));
+                }
+                if !placed && x1 > a {
+                    spare.push((a, b, src));
+                    placed = true;
                 }
                 if x1 > b {
                     let from = x0.max(b);
-                    kept.push((from, x1, s + (from - x0)));
+                    spare.push((from, x1, s + (from - x0)));
                 }
             }
-            kept.push((a, b, src));
-            kept.sort_unstable_by_key(|p| p.0);
-            *out = kept;
+            std::mem::swap(out, spare);
         }
     }
 
@@ -270,13 +276,14 @@ impl<'a> Reference<'a> {
         &self,
         y: usize,
         cur: &[u8],
-        pieces: &mut Vec<(usize, usize, usize)>,
+        pieces: &mut (Vec<Piece>, Vec<Piece>),
     ) -> Option<(usize, usize)> {
         if !self.moved[y] {
             let w = self.width;
             return diff_span(&self.prev[y * w..(y + 1) * w], cur);
         }
-        self.pieces(y, pieces);
+        self.pieces(y, &mut pieces.0, &mut pieces.1);
+        let pieces = &pieces.0;
         let first = pieces.iter().find_map(|&(x0, x1, s)| {
             first_diff(&self.prev[s..s + (x1 - x0)], &cur[x0..x1]).map(|i| x0 + i)
         })?;
@@ -318,7 +325,7 @@ pub fn plan_patches(
     let h = cur.len().checked_div(width).unwrap_or(0);
     let mut out: Vec<Rect> = Vec::new();
     let mut open: Option<(usize, usize, usize, usize)> = None; // y0, rows, x0, x1
-    let mut pieces = Vec::new();
+    let mut pieces = (Vec::new(), Vec::new());
     for y in 0..h {
         let span = if same(y) {
             None

@@ -124,6 +124,9 @@ pub struct Mirror {
     /// asked for colour is connected (`colour_viewers`).
     pub(crate) colour_frames: watch::Sender<Option<Arc<SourceFrame>>>,
     pub(crate) colour_viewers: AtomicUsize,
+    /// Viewers of the grey stream (v1 grey and Daylight): while there are none, grey pictures
+    /// are still made (the shared-memory export and late joiners use them) but not encoded.
+    pub(crate) grey_viewers: AtomicUsize,
     pub(crate) commands: broadcast::Sender<ViewerCommand>,
     pub(crate) settings: Mutex<Settings>,
     pub(crate) pipeline: Mutex<PipelineStats>,
@@ -169,6 +172,7 @@ impl Mirror {
             frames: watch::channel(None).0,
             colour_frames: watch::channel(None).0,
             colour_viewers: AtomicUsize::new(0),
+            grey_viewers: AtomicUsize::new(0),
             commands: broadcast::channel(64).0,
             settings: Mutex::new(settings),
             pipeline: Mutex::new(PipelineStats::default()),

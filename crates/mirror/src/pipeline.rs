@@ -3,6 +3,7 @@
 //! viewers take the newest when they are ready, so a slow viewer never delays the source.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -299,7 +300,11 @@ impl CaptureLoop {
         );
         let checksum = checksum_of_rows(&self.hashes);
         let checksum_end = now_us();
-        let Some((enc, payload, encode_end)) = self.encode(&grey, cw) else {
+        let encoded = match self.mirror.grey_viewers.load(Ordering::Relaxed) {
+            0 => Some(self.skip_encode()),
+            _ => self.encode(&grey, cw),
+        };
+        let Some((enc, payload, encode_end)) = encoded else {
             return;
         };
         let t = FrameTimes {
@@ -341,6 +346,20 @@ impl CaptureLoop {
             st.payload_bytes.push(0.0);
         }
         self.publish(SourceFrame::new(meta, Payload::Unchanged));
+    }
+
+    /// No grey viewer: the picture is not encoded, and the encoder starts again (a keyframe)
+    /// when one arrives. Costs nothing but the grey conversion, which the export and a joining
+    /// viewer's first keyframe use.
+    fn skip_encode(&mut self) -> (Encoded, Payload, u64) {
+        self.encoder = HostEncoder::new(self.cfg.codec, 0).with_rects(self.cfg.moved_rects);
+        std::mem::swap(&mut self.hashes, &mut self.prev_hashes);
+        self.content_id = self.seq;
+        let none = Encoded {
+            kind: EncodedKind::Unchanged,
+            payload_len: 0,
+        };
+        (none, Payload::Fresh, now_us())
     }
 
     /// Encodes the new picture against the last; the payload every viewer of the configured

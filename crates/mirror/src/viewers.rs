@@ -54,10 +54,15 @@ impl Mirror {
             self.colour_viewers.fetch_add(1, Ordering::Relaxed);
             info!(viewer = viewer.id, "viewer takes colour");
         }
-        let r = self.run_session(viewer, session, sock, n.colour).await;
-        if n.colour {
-            self.colour_viewers.fetch_sub(1, Ordering::Relaxed);
+        let stream = match n.colour {
+            true => &self.colour_viewers,
+            false => &self.grey_viewers,
+        };
+        if !n.colour {
+            stream.fetch_add(1, Ordering::Relaxed);
         }
+        let r = self.run_session(viewer, session, sock, n.colour).await;
+        stream.fetch_sub(1, Ordering::Relaxed);
         r
     }
 
@@ -71,7 +76,10 @@ impl Mirror {
         let reader = ViewerReader::Daylight(ViewerDecoder::new());
         let cfg = self.host_config(Protocol::Daylight, false);
         let session = HostSession::new(DaylightWire::default(), reader, cfg);
-        self.run_session(viewer, session, sock, false).await
+        self.grey_viewers.fetch_add(1, Ordering::Relaxed);
+        let r = self.run_session(viewer, session, sock, false).await;
+        self.grey_viewers.fetch_sub(1, Ordering::Relaxed);
+        r
     }
 
     fn register(&self, proto: Protocol, peer: SocketAddr) -> Arc<ViewerShared> {

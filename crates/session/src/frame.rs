@@ -26,6 +26,9 @@ pub enum Payload {
         base_id: u64,
         base: Arc<Vec<u8>>,
     },
+    /// A new picture that was not encoded (no viewer wanted this stream when it was made):
+    /// any viewer that takes it gets a keyframe, made on demand.
+    Fresh,
     /// A moved-rectangle delta (moves, then patches; `framewire_codec::rects`) against the
     /// same. Framewire v1 viewers that declared it only: others get a full-frame delta.
     Rects {
