@@ -13,13 +13,24 @@ use framewire_x11::{Region, X11Source};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_window_shows_exactly_the_stream() {
+    window_case(false).await
+}
+
+/// The same in colour (the default): the window's pixels, made into the planes G, R − G,
+/// B − G here, equal the verified colour picture.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_window_shows_exactly_the_colour_stream() {
+    window_case(true).await
+}
+
+async fn window_case(colour: bool) {
     let xvfb = match framewire_x11::xvfb::Xvfb::start(1024, 768) {
         Ok(x) => x,
         Err(e) => return eprintln!("SKIPPED: {e}"),
     };
     let display = xvfb.display.clone();
     let server = Server::start(ServerConfig {
-        source: SourceSpec::Synthetic(Scene::Idle),
+        source: SourceSpec::Synthetic(if colour { Scene::Mixed } else { Scene::Idle }),
         resolution: framewire_capture::Resolution {
             width: 400,
             height: 300,
@@ -33,6 +44,7 @@ async fn the_window_shows_exactly_the_stream() {
     let port = server.v1_addr.unwrap().port().to_string();
     let mut view = Command::new(env!("CARGO_BIN_EXE_framewire"))
         .args(["view", "--display", &display, "--port", &port])
+        .args(if colour { &[][..] } else { &["--grey"][..] })
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -41,7 +53,7 @@ async fn the_window_shows_exactly_the_stream() {
     let latest: Arc<Mutex<Option<Vec<u8>>>> = Default::default();
     let l = latest.clone();
     let task = tokio::spawn(run_viewer(
-        ViewerOptions::new(server.v1_addr.unwrap().to_string(), Protocol::V1),
+        ViewerOptions::new(server.v1_addr.unwrap().to_string(), Protocol::V1).with_colour(colour),
         Arc::new(Mutex::new(ViewerStats::default())),
         move |ev| {
             assert_ne!(ev.checksum_ok, Some(false));
@@ -63,8 +75,19 @@ async fn the_window_shows_exactly_the_stream() {
         let shown: Vec<u8> = {
             let mut src = X11Source::open(Some(&display), Some(region), false).unwrap();
             let c = src.capture().unwrap();
-            // The window draws grey as equal B, G and R: any channel is the grey value.
-            c.bgra.chunks_exact(4).map(|p| p[0]).collect()
+            if colour {
+                let n = c.bgra.len() / 4;
+                let mut planes = vec![0u8; 3 * n];
+                for (i, p) in c.bgra.chunks_exact(4).enumerate() {
+                    planes[i] = p[1];
+                    planes[n + i] = p[2].wrapping_sub(p[1]);
+                    planes[2 * n + i] = p[0].wrapping_sub(p[1]);
+                }
+                planes
+            } else {
+                // The window draws grey as equal B, G and R: any channel is the grey value.
+                c.bgra.chunks_exact(4).map(|p| p[0]).collect()
+            }
         };
         if let Some(want) = latest.lock().unwrap().clone() {
             last_diff = shown.iter().zip(&want).filter(|(a, b)| a != b).count();
