@@ -18,6 +18,7 @@ makes them again in about two minutes. Needs root or sudo once, for Debian's pac
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -254,15 +255,27 @@ WORKLOADS = {
 }
 
 
-def record_one(bin: Path, out: Path, name: str, vnc: bool) -> None:
-    setup, actions, seconds = WORKLOADS[name]
-    tmp = out / f".tmp-{name}"
+@contextlib.contextmanager
+def staged(out: Path, name: str, tag: str):
+    """A fresh screen with the workload's program set up and settled (fonts, first paint);
+    yields the screen and a scratch directory, and cleans both up."""
+    setup = WORKLOADS[name][0]
+    tmp = out / f".tmp-{tag}-{name}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     s = Screen()
     try:
         setup(s, tmp)
-        time.sleep(2)  # let the program settle (fonts, first paint)
+        time.sleep(2)
+        yield s, tmp
+    finally:
+        s.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def record_one(bin: Path, out: Path, name: str, vnc: bool) -> None:
+    _, actions, seconds = WORKLOADS[name]
+    with staged(out, name, "rec") as (s, tmp):
         vnc_result: dict = {}
         meter = None
         if vnc:
@@ -308,9 +321,6 @@ def record_one(bin: Path, out: Path, name: str, vnc: bool) -> None:
             if "error" in vnc_result:
                 log(f"{name}: x11vnc meter: {vnc_result['error']}")
             (out / f"{name}.vnc.json").write_text(json.dumps(vnc_result, indent=2))
-    finally:
-        s.close()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -323,14 +333,8 @@ def live(bin: Path, out: Path, name: str, colour: bool) -> dict:
     """The workload live: `framewire serve` on the Xvfb screen at 60 fps with one headless
     viewer (colour or grey) on loopback, while the actions run. Returns the server's CPU (% of
     one core, over the actions) and the viewer's capture-to-applied latency."""
-    setup, actions, seconds = WORKLOADS[name]
-    tmp = out / f".tmp-live-{name}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    s = Screen()
-    try:
-        setup(s, tmp)
-        time.sleep(2)
+    actions = WORKLOADS[name][1]
+    with staged(out, name, "live") as (s, tmp):
         port = 20000 + s.n
         srv = s.start(
             [str(bin), "serve", "--source", f"x11:{s.n}", "--no-cursor", "--view-only", "--port", str(port),
@@ -340,7 +344,7 @@ def live(bin: Path, out: Path, name: str, colour: bool) -> dict:
         time.sleep(1)
         view = subprocess.Popen(
             [str(bin), "view", "--headless", "--port", str(port), "--interval", "1000"]
-            + ([] if colour else ["--grey"]),
+            + (["--grey"] if colour is False else []),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
         )
         time.sleep(1.5)
@@ -351,9 +355,6 @@ def live(bin: Path, out: Path, name: str, colour: bool) -> dict:
         line = view.communicate(timeout=10)[0].strip().splitlines()[-1]
         e2e = line.split("e2e avg/p99 ")[1].split("ms")[0].split("/")
         return {"cpu_percent": 100 * (c1 - c0) / (t1 - t0), "e2e_avg_ms": float(e2e[0]), "e2e_p99_ms": float(e2e[1]), "viewer": line}
-    finally:
-        s.close()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def report(bin: Path, out: Path, names: list[str]) -> str:
@@ -400,6 +401,8 @@ def main() -> int:
     ap.add_argument("--report-only", action="store_true", help="only measure existing recordings")
     ap.add_argument("--live", action="store_true",
                     help="also run each workload live through framewire serve with one headless viewer, colour then grey: server CPU and capture-to-applied latency")
+    ap.add_argument("--live-grey-only", action="store_true",
+                    help="with --live, one grey run per workload (for a --bin from before colour)")
     a = ap.parse_args()
     names = a.only.split(",") if a.only else list(WORKLOADS)
     unknown = [n for n in names if n not in WORKLOADS]
@@ -417,10 +420,12 @@ def main() -> int:
     if a.live:
         live_rows = ["", "| workload | viewer | server CPU, % of one core | capture→applied avg | p99 |", "|---|---|---|---|---|"]
         for n in names:
-            for colour in (True, False):
+            # An older binary without colour: its viewer is grey without being asked.
+            for colour in ((None,) if a.live_grey_only else (True, False)):
                 r = live(a.bin, a.out, n, colour)
-                log(f"{n} live ({'colour' if colour else 'grey'}): {r['viewer']}")
-                live_rows.append(f"| {n} | {'colour' if colour else 'grey'} | {r['cpu_percent']:.1f} | {r['e2e_avg_ms']:.2f} ms | {r['e2e_p99_ms']:.2f} ms |")
+                kind = "colour" if colour else "grey"
+                log(f"{n} live ({kind}): {r['viewer']}")
+                live_rows.append(f"| {n} | {kind} | {r['cpu_percent']:.1f} | {r['e2e_avg_ms']:.2f} ms | {r['e2e_p99_ms']:.2f} ms |")
         table += "\n" + "\n".join(live_rows)
     (a.out / "RESULTS.md").write_text(table + "\n")
     print(table)
