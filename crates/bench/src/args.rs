@@ -160,6 +160,9 @@ pub struct BenchCodecArgs {
 pub struct BenchE2eArgs {
     #[arg(long, default_value = "scroll")]
     pub scene: String,
+    /// The viewers ask for lossless colour (planes G, R − G, B − G) instead of grey.
+    #[arg(long)]
+    pub colour: bool,
     #[arg(long, default_value = "sharp")]
     pub resolution: String,
     #[arg(long, default_value_t = 4)]

@@ -46,7 +46,7 @@ pub async fn run(a: BenchE2eArgs) -> anyhow::Result<()> {
     for _ in 0..a.viewers {
         let stats = Arc::new(Mutex::new(ViewerStats::default()));
         let s2 = stats.clone();
-        let opts = ViewerOptions::new(addr.clone(), Protocol::V1);
+        let opts = ViewerOptions::new(addr.clone(), Protocol::V1).with_colour(a.colour);
         tokio::spawn(async move { run_viewer(opts, s2, |_| true).await });
         all.push(stats);
     }

@@ -259,11 +259,27 @@ impl Picture {
             }
             moves => {
                 self.make_contiguous();
-                self.before.clear();
-                self.before.extend_from_slice(&self.store);
-                crate::rects::apply_moves(&mut self.store, &self.before, w, moves);
+                if crate::rects::independent(moves) {
+                    // No move reads where another writes: each one in place, overlap-safe,
+                    // without a copy of the whole picture first.
+                    crate::rects::apply_moves_in_place(&mut self.store, w, moves);
+                } else {
+                    self.before.clear();
+                    self.before.extend_from_slice(&self.store);
+                    crate::rects::apply_moves(&mut self.store, &self.before, w, moves);
+                }
+                // Whole rows moved straight up or down keep their hashes; others are rehashed.
+                let old = self.hashes.clone();
                 for m in moves {
-                    touched[m.to.y as usize..(m.to.y + m.to.h) as usize].fill(true);
+                    let rows = m.to.y as usize..(m.to.y + m.to.h) as usize;
+                    if m.dx == 0 && m.to.x == 0 && m.to.w as usize == w {
+                        for y in rows {
+                            self.hashes[y] = old[(y as i64 + m.dy as i64) as usize];
+                            touched[y] = false;
+                        }
+                    } else {
+                        touched[rows].fill(true);
+                    }
                 }
             }
         }

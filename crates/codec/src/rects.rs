@@ -164,6 +164,42 @@ pub fn apply_moves(pic: &mut [u8], before: &[u8], width: usize, moves: &[Move]) 
     }
 }
 
+/// Whether no move's source overlaps another move's destination, so the moves can be applied
+/// one by one in place ([`apply_moves_in_place`]) with the same result as reading a copy.
+pub fn independent(moves: &[Move]) -> bool {
+    moves.iter().enumerate().all(|(i, a)| {
+        let src = Rect {
+            x: (a.to.x as i64 + a.dx as i64) as u32,
+            y: (a.to.y as i64 + a.dy as i64) as u32,
+            ..a.to
+        };
+        moves
+            .iter()
+            .enumerate()
+            .all(|(j, b)| i == j || !src.intersects(&b.to))
+    })
+}
+
+/// Applies moves that are [`independent`] in place: each row is copied in the order that never
+/// overwrites a row it still has to read (its own source and destination may overlap).
+pub fn apply_moves_in_place(pic: &mut [u8], width: usize, moves: &[Move]) {
+    for m in moves {
+        let r = m.to;
+        let (x, w) = (r.x as usize, r.w as usize);
+        let sx = (r.x as i64 + m.dx as i64) as usize;
+        let rows: Vec<usize> = (r.y as usize..(r.y + r.h) as usize).collect();
+        // Moving up (reading below): top row first; moving down: bottom row first.
+        let order: Box<dyn Iterator<Item = &usize>> = match m.dy >= 0 {
+            true => Box::new(rows.iter()),
+            false => Box::new(rows.iter().rev()),
+        };
+        for &y in order {
+            let sy = (y as i64 + m.dy as i64) as usize;
+            pic.copy_within(sy * width + sx..sy * width + sx + w, y * width + x);
+        }
+    }
+}
+
 /// XORs the patch data (each patch's rows in order) into `pic`.
 pub fn apply_patches(pic: &mut [u8], width: usize, patches: &[Rect], data: &[u8]) {
     let mut off = 0;
@@ -213,6 +249,9 @@ pub struct Reference<'a> {
     width: usize,
     moves: &'a [Move],
     moved: Vec<bool>,
+    /// For a row that is a whole old row moved straight up or down (and nothing else wrote
+    /// over it), that old row: its hash says whether it still matches.
+    whole: Vec<Option<usize>>,
     buf: Vec<u8>,
 }
 
@@ -220,14 +259,21 @@ impl<'a> Reference<'a> {
     pub fn new(prev: &'a [u8], width: usize, moves: &'a [Move]) -> Reference<'a> {
         let h = prev.len().checked_div(width).unwrap_or(0);
         let mut moved = vec![false; h];
+        let mut whole = vec![None; h];
         for m in moves {
-            moved[m.to.y as usize..(m.to.y + m.to.h) as usize].fill(true);
+            let rows = m.to.y as usize..(m.to.y + m.to.h) as usize;
+            moved[rows.clone()].fill(true);
+            let full = m.dx == 0 && m.to.x == 0 && m.to.w as usize == width;
+            for y in rows {
+                whole[y] = full.then(|| (y as i64 + m.dy as i64) as usize);
+            }
         }
         Reference {
             prev,
             width,
             moves,
             moved,
+            whole,
             buf: vec![0; width],
         }
     }
@@ -383,8 +429,14 @@ pub fn encode(
     out: &mut Vec<u8>,
 ) -> Result<RectPlan, CodecError> {
     let mut reference = Reference::new(prev, width, &moves);
-    let moved = reference.moved.clone();
-    let same = |y: usize| !moved[y] && prev_hashes.get(y) == cur_hashes.get(y);
+    let (moved, whole) = (reference.moved.clone(), reference.whole.clone());
+    // Known equal from the hashes: an untouched row whose hash did not change, or a whole old
+    // row moved here whose hash is this row's.
+    let same = |y: usize| match (moved[y], whole[y]) {
+        (false, _) => prev_hashes.get(y) == cur_hashes.get(y),
+        (true, Some(s)) => prev_hashes.get(s) == cur_hashes.get(y),
+        (true, None) => false,
+    };
     let patches = plan_patches(&mut reference, cur, width, same);
     s.xor.resize(patches.iter().map(Rect::area).sum(), 0);
     let mut off = 0;

@@ -109,6 +109,7 @@ proptest! {
         seed in any::<u64>(),
         shift_first in -20i32..20,
         moves in proptest::collection::vec((0u32..40, 0u32..30, 1u32..40, 1u32..30, -40i32..40, -30i32..30), 0..5),
+        whole_rows in proptest::collection::vec((0u32..30, 1u32..30, -30i32..30), 0..3),
         patches in proptest::collection::vec((0u32..40, 0u32..30, 1u32..40, 1u32..30, any::<u8>()), 0..5),
     ) {
         let (w, h) = (40usize, 30usize);
@@ -132,6 +133,11 @@ proptest! {
         }
         let clip = |x: u32, y: u32, rw: u32, rh: u32| Rect { x, y, w: rw.min(w as u32 - x), h: rh.min(h as u32 - y) };
         let mut plan = RectPlan::default();
+        // Whole rows moved up or down (what a scroll is in each colour plane).
+        let moves = whole_rows
+            .into_iter()
+            .map(|(y, rh, dy)| (0, y, w as u32, rh, 0, dy))
+            .chain(moves);
         for (x, y, rw, rh, dx, dy) in moves {
             let to = clip(x, y, rw, rh);
             let sx = (x as i32 + dx).clamp(0, (w as u32 - to.w) as i32);

@@ -353,6 +353,11 @@ impl CaptureLoop {
     /// viewer's first keyframe use.
     fn skip_encode(&mut self) -> (Encoded, Payload, u64) {
         self.encoder = HostEncoder::new(self.cfg.codec, 0).with_rects(self.cfg.moved_rects);
+        // The last picture's buffer goes back to the pool once nobody holds it (the encoder
+        // would have handed it back).
+        if let Some(last) = &self.last {
+            self.pool.give(last.grey.clone());
+        }
         std::mem::swap(&mut self.hashes, &mut self.prev_hashes);
         self.content_id = self.seq;
         let none = Encoded {
