@@ -27,7 +27,7 @@ FORMAT_GREY, FORMAT_PLANAR_GDIFF = 1, 2
 FLAG_KEYFRAME, FLAG_ROWS, FLAG_RECTS = 1, 2, 4
 CODEC_RAW, CODEC_LZ4 = 0, 1
 MAX_MOVES = 64
-MAX_BODY = 16_843_073
+MAX_BODY = 50_529_091  # a 4096x4096 colour frame (3 planes), LZ4 worst case, + fields
 
 
 class ProtocolError(Exception):
@@ -167,10 +167,20 @@ def decompress(codec: int, block: bytes, size: int) -> bytes:
 
 def frame_data(flags: int, payload: bytes, codec: int, raw_len: int, width: int, height: int) -> bytes:
     """The decompressed data of a frame's payload (after a delta's header)."""
+    if flags not in (0, FLAG_KEYFRAME, FLAG_ROWS, FLAG_RECTS):
+        raise ProtocolError(f"bad frame flags {flags}")
     if flags & FLAG_ROWS:
-        n = struct.unpack_from("<I", payload, 4)[0]
-        if n > height:
-            raise ProtocolError("more row ranges than rows")
+        if len(payload) < 8:
+            raise ProtocolError("row delta shorter than its header")
+        dy, n = struct.unpack_from("<iI", payload, 0)
+        if abs(dy) >= height or n > height or len(payload) < 8 + 8 * n:
+            raise ProtocolError("row delta header out of bounds")
+        end = 0
+        for i in range(n):
+            y0, rows = struct.unpack_from("<II", payload, 8 + 8 * i)
+            if rows == 0 or y0 < end or y0 + rows > height:
+                raise ProtocolError("row ranges out of order or outside the picture")
+            end = y0 + rows
         return decompress(codec, payload[8 + 8 * n:], raw_len)
     if flags & FLAG_RECTS:
         _, patches, header = parse_rect_plan(payload, width, height)

@@ -98,18 +98,22 @@ impl ColourStage {
             Err(e) => {
                 m.counters.colour_encode_errors.inc();
                 warn!(error = %e, "colour encode failed");
-                return;
+                return self.restart(m);
             }
         };
         std::mem::swap(&mut self.hashes, &mut self.prev_hashes);
-        let base = old.clone().filter(|_| enc.kind == EncodedKind::RectDelta);
+        let is_delta = matches!(
+            enc.kind,
+            EncodedKind::Delta | EncodedKind::RowDelta | EncodedKind::RectDelta
+        );
+        let base = old.clone().filter(|_| is_delta);
         if let Some(o) = old {
             self.pool.give(o);
         }
         let data = Bytes::copy_from_slice(&self.payload);
         let Some(payload) = payload_of(enc.kind, base, data, seq, &mut self.content_id) else {
             m.counters.colour_encode_errors.inc();
-            return;
+            return self.restart(m);
         };
         m.counters.colour_frames.inc();
         let meta = FrameMeta {
@@ -125,6 +129,13 @@ impl ColourStage {
         };
         self.last = Some(Arc::new(SourceFrame::new(meta, payload)));
         m.colour_frames.send_replace(self.last.clone());
+    }
+
+    /// After a failure: forget the reference and the last picture, so the next capture is
+    /// converted whole and sent as a keyframe (nothing stale is carried on).
+    fn restart(&mut self, m: &Mirror) {
+        *self = ColourStage::new();
+        m.colour_frames.send_replace(None);
     }
 
     /// Nothing was drawn: the last colour picture again (or the first one, made whole, when a

@@ -3,7 +3,7 @@
 //! (`connection.rs`); when it leaves, its figures fold into the totals.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use framewire_proto::daylight::ViewerDecoder;
@@ -18,6 +18,23 @@ use tracing::info;
 
 use crate::connection::drive;
 use crate::mirror::{lock, Mirror, ViewerShared};
+
+/// One viewer in a stream's count, for as long as it lives (however its task ends, a
+/// cancelled one included).
+struct Counted<'a>(&'a AtomicUsize);
+
+impl<'a> Counted<'a> {
+    fn new(c: &'a AtomicUsize) -> Counted<'a> {
+        c.fetch_add(1, Ordering::Relaxed);
+        Counted(c)
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 impl Mirror {
     /// A framewire v1 viewer whose Hello was accepted: negotiates its codec and features,
@@ -49,21 +66,15 @@ impl Mirror {
         }
         let cfg = self.host_config(Protocol::V1, control);
         let session = HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), cfg);
-        if n.colour {
-            // The capture loop makes colour while this count is above zero.
-            self.colour_viewers.fetch_add(1, Ordering::Relaxed);
-            info!(viewer = viewer.id, "viewer takes colour");
-        }
-        let stream = match n.colour {
-            true => &self.colour_viewers,
-            false => &self.grey_viewers,
+        // The capture loop makes (and encodes) each stream while its count is above zero.
+        let _counted = match n.colour {
+            true => {
+                info!(viewer = viewer.id, "viewer takes colour");
+                Counted::new(&self.colour_viewers)
+            }
+            false => Counted::new(&self.grey_viewers),
         };
-        if !n.colour {
-            stream.fetch_add(1, Ordering::Relaxed);
-        }
-        let r = self.run_session(viewer, session, sock, n.colour).await;
-        stream.fetch_sub(1, Ordering::Relaxed);
-        r
+        self.run_session(viewer, session, sock, n.colour).await
     }
 
     /// A Daylight app connection: it has no handshake, so it is a viewer from its first byte.
@@ -76,10 +87,8 @@ impl Mirror {
         let reader = ViewerReader::Daylight(ViewerDecoder::new());
         let cfg = self.host_config(Protocol::Daylight, false);
         let session = HostSession::new(DaylightWire::default(), reader, cfg);
-        self.grey_viewers.fetch_add(1, Ordering::Relaxed);
-        let r = self.run_session(viewer, session, sock, false).await;
-        self.grey_viewers.fetch_sub(1, Ordering::Relaxed);
-        r
+        let _counted = Counted::new(&self.grey_viewers);
+        self.run_session(viewer, session, sock, false).await
     }
 
     fn register(&self, proto: Protocol, peer: SocketAddr) -> Arc<ViewerShared> {

@@ -16,9 +16,9 @@ pub const VERSION: u16 = 1;
 
 /// Bound on every packet body except frames.
 pub const MAX_CONTROL_BODY: u32 = 4096;
-/// Default bound on a frame body (header fields + payload): a 4096×4096 grey frame, LZ4 worst
-/// case, plus the frame fields.
-pub const DEFAULT_MAX_FRAME_BODY: u32 = 4096 * 4096 + 4096 * 4096 / 255 + 64;
+/// Default bound on a frame body (header fields + payload): a 4096×4096 colour frame (three
+/// planes), LZ4 worst case, plus the frame fields.
+pub const DEFAULT_MAX_FRAME_BODY: u32 = 3 * 4096 * 4096 + 3 * 4096 * 4096 / 255 + 64;
 
 pub mod caps {
     //! Capability bits exchanged in `Hello` and `Welcome`.

@@ -69,11 +69,34 @@ impl FileSource {
     /// Returns its capture time.
     fn read_next(&mut self) -> Result<u64, CaptureError> {
         let failed = |e: RecordError| CaptureError::Failed(format!("{}: {e}", self.path.display()));
-        if let Some(f) = self.reader.next_frame().map_err(failed)? {
-            return Ok(f.capture_us);
+        match self.reader.next_frame() {
+            Ok(Some(f)) => return Ok(f.capture_us),
+            Ok(None) => {}
+            Err(e) => {
+                // A bad record: later ones would be applied to the wrong picture, so the
+                // replay begins again from the start at the next capture.
+                self.reader = open(&self.path)?;
+                self.pending = None;
+                self.start = None;
+                self.rewound = true;
+                return Err(failed(e));
+            }
         }
-        // The end: begin again, every row changes, and the clock restarts.
-        self.reader = open(&self.path)?;
+        // The end: begin again, every row changes, and the clock restarts. The file may have
+        // been recorded again meanwhile: it must still be a picture of this size.
+        let reader = open(&self.path)?;
+        if reader.header() != self.reader.header() {
+            let (a, b) = (self.reader.header(), reader.header());
+            return Err(CaptureError::Failed(format!(
+                "{}: the recording changed size while it was replayed ({}x{} -> {}x{})",
+                self.path.display(),
+                a.width,
+                a.height,
+                b.width,
+                b.height
+            )));
+        }
+        self.reader = reader;
         self.loops += 1;
         self.start = None;
         self.rewound = true;
@@ -147,9 +170,11 @@ impl FrameSource for FileSource {
                     if self.rewound && took {
                         break; // the last picture stays for one capture at least
                     }
-                    let start = *self
-                        .start
-                        .get_or_insert_with(|| Instant::now() - Duration::from_micros(at));
+                    let start = *self.start.get_or_insert_with(|| {
+                        // A first time beyond the machine's uptime (a bad file) starts now.
+                        let now = Instant::now();
+                        now.checked_sub(Duration::from_micros(at)).unwrap_or(now)
+                    });
                     if start.elapsed().as_micros() < at as u128 {
                         break; // not due yet
                     }

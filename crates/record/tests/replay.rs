@@ -146,3 +146,39 @@ fn a_missing_or_bad_file_is_a_clear_error() {
     let e = src.capture().err().unwrap();
     assert!(e.to_string().contains("no pictures"), "{e}");
 }
+
+#[test]
+fn a_recording_rewritten_at_another_size_during_replay_is_an_error_not_a_panic() {
+    let pics = pictures(2);
+    let path = recording("resized.fwrec", &pics, &[0, 1]);
+    let mut src = FileSource::open(&path, Pace::Fast).unwrap();
+    src.capture().unwrap();
+    src.capture().unwrap();
+    // Recorded again, at another size, while it was being replayed.
+    let f = std::fs::File::create(&path).unwrap();
+    let mut w = Writer::new(
+        f,
+        Header {
+            width: W + 1,
+            height: H,
+        },
+    )
+    .unwrap();
+    w.write(
+        0,
+        &vec![7u8; (W as usize + 1) * H as usize * 4],
+        &Damage::All,
+    )
+    .unwrap();
+    w.finish().unwrap();
+    let e = src.capture().err().expect("a different size is refused");
+    assert!(e.to_string().contains("changed size"), "{e}");
+}
+
+#[test]
+fn a_first_capture_time_beyond_the_uptime_does_not_panic() {
+    let pics = pictures(1);
+    let path = recording("far.fwrec", &pics, &[u64::MAX / 2]);
+    let mut src = FileSource::open(&path, Pace::Recorded).unwrap();
+    assert!(src.capture().is_ok());
+}

@@ -261,13 +261,25 @@ impl ViewerSession {
         let decoded = if h.rows {
             self.picture.decode_rows(codec, payload).ok()
         } else if h.rects {
-            self.picture.decode_rects(codec, payload).ok()
+            // raw_len must be the patches' size (the spec); anything else is a decode error.
+            let (w, ht) = (
+                self.picture.width() as usize,
+                self.picture.height() as usize,
+            );
+            framewire_codec::rects::parse_header(payload, w, ht)
+                .ok()
+                .filter(|(plan, _)| plan.patch_bytes() == h.raw_len as usize)
+                .and_then(|_| self.picture.decode_rects(codec, payload).ok())
         } else if h.raw_len as usize != self.picture.len() {
             None
         } else {
             self.picture.decode(h.keyframe, codec, payload).ok()
         };
         let (mut ok, mut t1, mut t2) = (false, t0, t0);
+        if decoded.is_none() {
+            // The stream now lacks this frame: only a keyframe may follow.
+            self.picture.invalidate();
+        }
         if decoded.is_some() {
             t1 = (self.clock)();
             self.picture.apply();

@@ -3,7 +3,7 @@
 
 export const VERSION = 1;
 export const MAX_CONTROL_BODY = 4096;
-export const MAX_FRAME_BODY = 16_843_073;
+export const MAX_FRAME_BODY = 50_529_091; // a 4096×4096 colour frame (3 planes), LZ4 worst case, + fields
 const HEADER = 7;
 
 export const T = {

@@ -14,8 +14,9 @@ const params = new URLSearchParams(location.search);
 const token = params.get("token") ?? "";
 /** Wait for the GPU after each draw so the draw time includes it (benchmarks). */
 const measure = params.get("measure") === "1";
-/** `?grey=1` asks for grey; the page asks for lossless colour otherwise. */
-const wantGrey = params.get("grey") === "1";
+/** `?grey=1` asks for grey; the page asks for lossless colour otherwise (and falls back to
+ * grey when this GPU cannot hold the three planes of the picture in one texture). */
+let wantGrey = params.get("grey") === "1";
 
 const canvas = document.getElementById("screen") as HTMLCanvasElement;
 const overlay = document.getElementById("stats") as HTMLElement;
@@ -58,6 +59,13 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
       break;
     case v1.T.StreamDesc:
       planes = p.format === v1.PixelFormat.PlanarGDiff ? 3 : 1;
+      if (planes === 3 && 3 * p.height > renderer.maxTextureSize()) {
+        // Too tall for one texture here: reconnect asking for grey.
+        console.warn(`framewire: ${p.width}×${p.height} in colour exceeds this GPU's textures; asking for grey`);
+        wantGrey = true;
+        ws?.close();
+        return;
+      }
       picture = new Picture(p.width, p.height * planes);
       break;
     case v1.T.Frame: {

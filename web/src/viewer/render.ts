@@ -136,6 +136,11 @@ export class Renderer {
     gl.flush();
   }
 
+  /** The tallest texture this GPU takes (a colour picture needs three times its height). */
+  maxTextureSize(): number {
+    return this.gl.getParameter(this.gl.MAX_TEXTURE_SIZE) as number;
+  }
+
   /** Waits for the GPU (used when the page measures its own draw time). */
   finish(): void {
     this.gl.finish();
