@@ -269,10 +269,15 @@ impl Picture {
                     crate::rects::apply_moves(&mut self.store, &self.before, w, moves);
                 }
                 // Whole rows moved straight up or down keep their hashes; others are rehashed.
-                let old = self.hashes.clone();
+                let whole_rows =
+                    |m: &crate::rects::Move| m.dx == 0 && m.to.x == 0 && m.to.w as usize == w;
+                let old = match moves.iter().any(whole_rows) {
+                    true => self.hashes.clone(),
+                    false => Vec::new(),
+                };
                 for m in moves {
                     let rows = m.to.y as usize..(m.to.y + m.to.h) as usize;
-                    if m.dx == 0 && m.to.x == 0 && m.to.w as usize == w {
+                    if whole_rows(m) {
                         for y in rows {
                             self.hashes[y] = old[(y as i64 + m.dy as i64) as usize];
                             touched[y] = false;

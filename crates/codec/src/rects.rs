@@ -187,13 +187,12 @@ pub fn apply_moves_in_place(pic: &mut [u8], width: usize, moves: &[Move]) {
         let r = m.to;
         let (x, w) = (r.x as usize, r.w as usize);
         let sx = (r.x as i64 + m.dx as i64) as usize;
-        let rows: Vec<usize> = (r.y as usize..(r.y + r.h) as usize).collect();
         // Moving up (reading below): top row first; moving down: bottom row first.
-        let order: Box<dyn Iterator<Item = &usize>> = match m.dy >= 0 {
-            true => Box::new(rows.iter()),
-            false => Box::new(rows.iter().rev()),
-        };
-        for &y in order {
+        for k in 0..r.h as usize {
+            let y = match m.dy >= 0 {
+                true => r.y as usize + k,
+                false => (r.y + r.h) as usize - 1 - k,
+            };
             let sy = (y as i64 + m.dy as i64) as usize;
             pic.copy_within(sy * width + sx..sy * width + sx + w, y * width + x);
         }
@@ -283,6 +282,16 @@ impl<'a> Reference<'a> {
         self.moved[y]
     }
 
+    /// Row `y` is known to equal `cur`'s from the hashes alone: untouched and its hash did not
+    /// change, or a whole old row moved here whose hash is this row's.
+    fn known_same(&self, y: usize, prev_hashes: &[u64], cur_hashes: &[u64]) -> bool {
+        match (self.moved[y], self.whole[y]) {
+            (false, _) => prev_hashes.get(y) == cur_hashes.get(y),
+            (true, Some(s)) => prev_hashes.get(s) == cur_hashes.get(y),
+            (true, None) => false,
+        }
+    }
+
     /// Row `y` after the moves as pieces of the previous picture, left to right:
     /// (x0, x1, where pixel x0 comes from in `prev`). `out` holds them; `spare` is scratch.
     fn pieces(&self, y: usize, out: &mut Vec<Piece>, spare: &mut Vec<Piece>) {
@@ -360,20 +369,21 @@ impl<'a> Reference<'a> {
 
 /// The patches that turn `reference` into `cur`: for each row that differs, the span from its
 /// first to its last differing pixel; consecutive rows with overlapping or nearby spans merge
-/// into one rectangle. `same(y)` says a row is known to be equal without comparing (its hash
-/// matched and no move touched it).
+/// into one rectangle. With `hashes` (the old and new pictures' row hashes), rows the hashes
+/// prove equal are not compared.
 pub fn plan_patches(
     reference: &mut Reference<'_>,
     cur: &[u8],
     width: usize,
-    same: impl Fn(usize) -> bool,
+    hashes: Option<(&[u64], &[u64])>,
 ) -> Vec<Rect> {
     let h = cur.len().checked_div(width).unwrap_or(0);
     let mut out: Vec<Rect> = Vec::new();
     let mut open: Option<(usize, usize, usize, usize)> = None; // y0, rows, x0, x1
     let mut pieces = (Vec::new(), Vec::new());
     for y in 0..h {
-        let span = if same(y) {
+        let same = hashes.is_some_and(|(p, c)| reference.known_same(y, p, c));
+        let span = if same {
             None
         } else {
             reference.diff_span(y, &cur[y * width..(y + 1) * width], &mut pieces)
@@ -429,15 +439,7 @@ pub fn encode(
     out: &mut Vec<u8>,
 ) -> Result<RectPlan, CodecError> {
     let mut reference = Reference::new(prev, width, &moves);
-    let (moved, whole) = (reference.moved.clone(), reference.whole.clone());
-    // Known equal from the hashes: an untouched row whose hash did not change, or a whole old
-    // row moved here whose hash is this row's.
-    let same = |y: usize| match (moved[y], whole[y]) {
-        (false, _) => prev_hashes.get(y) == cur_hashes.get(y),
-        (true, Some(s)) => prev_hashes.get(s) == cur_hashes.get(y),
-        (true, None) => false,
-    };
-    let patches = plan_patches(&mut reference, cur, width, same);
+    let patches = plan_patches(&mut reference, cur, width, Some((prev_hashes, cur_hashes)));
     s.xor.resize(patches.iter().map(Rect::area).sum(), 0);
     let mut off = 0;
     for r in &patches {
@@ -481,7 +483,7 @@ mod tests {
         b[10] = 1; // row 0, x 10
         b[w + 40] = 1; // row 1, x 40: merges
         b[3 * w + 300] = 1; // row 3, x 300: a gap row, a new patch
-        let p = plan_patches(&mut Reference::new(&a, w, &[]), &b, w, |_| false);
+        let p = plan_patches(&mut Reference::new(&a, w, &[]), &b, w, None);
         assert_eq!(
             p,
             vec![
