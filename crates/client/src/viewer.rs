@@ -74,6 +74,9 @@ pub struct ViewerStats {
     pub drops: u64,
     pub checksum_failures: u64,
     pub decode_errors: u64,
+    /// Frames that named a base this viewer did not hold (one before them was lost); its
+    /// picture stayed as it was.
+    pub bases_missing: u64,
     pub last_seq: Option<u64>,
     pub brightness: Option<u8>,
     pub warmth: Option<u8>,
@@ -109,6 +112,7 @@ impl Default for ViewerStats {
             drops: 0,
             checksum_failures: 0,
             decode_errors: 0,
+            bases_missing: 0,
             last_seq: None,
             brightness: None,
             warmth: None,
@@ -340,11 +344,7 @@ async fn sleep_for(us: Option<u64>) {
 /// Counts a v1 frame or unchanged packet the session handled and ACKed.
 fn record_shown(stats: &Mutex<ViewerStats>, sh: &Shown, recv: u64) {
     let mut s = lock(stats);
-    let status = match (sh.ok, sh.decode_error) {
-        (true, _) => AckStatus::Applied,
-        (false, true) => AckStatus::DecodeError,
-        (false, false) => AckStatus::ChecksumMismatch,
-    };
+    let status = sh.status();
     let total = sh.decompress_us + sh.apply_us;
     record(&mut s, sh.seq, recv, total, sh.bytes, status);
     if sh.unchanged {
@@ -381,6 +381,7 @@ fn record(s: &mut ViewerStats, seq: u64, recv: u64, total: u64, bytes: usize, st
         AckStatus::Applied => {}
         AckStatus::ChecksumMismatch => s.checksum_failures += 1,
         AckStatus::DecodeError => s.decode_errors += 1,
+        AckStatus::BaseMissing => s.bases_missing += 1,
     }
 }
 

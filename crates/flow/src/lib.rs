@@ -16,4 +16,4 @@ mod viewer;
 pub use clock_offset::ClockOffset;
 pub use limit::InflightLimit;
 pub use ping::PingSchedule;
-pub use viewer::{AckOutcome, FrameInfo, Plan, ViewerFlow, ViewerFlowStats};
+pub use viewer::{AckOutcome, Bases, FrameInfo, Plan, ViewerFlow, ViewerFlowStats};

@@ -39,8 +39,21 @@ pub enum Plan {
     Delta,
     /// The viewer already holds this picture.
     Unchanged,
+    /// A delta made for this viewer alone against `base` (a content id), a picture it holds
+    /// or will hold once what was sent arrives: instead of a keyframe, for a viewer whose
+    /// deltas name their base.
+    Rebased { base: u64 },
     /// This frame (or a newer one) was already planned.
     Nothing,
+}
+
+/// Pictures a host still has for a viewer whose deltas name their base (content ids).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bases {
+    /// The picture the viewer will hold once everything sent to it arrives (the last planned).
+    pub reference: Option<u64>,
+    /// The newest picture the viewer acknowledged applying.
+    pub acknowledged: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -60,13 +73,18 @@ pub struct ViewerFlowStats {
     pub keyframe_requests: u64,
     /// Keyframes sent only because `refresh_every` deltas had gone by.
     pub refresh_keyframes: u64,
+    /// Deltas made for this viewer against a picture it holds, where a viewer without named
+    /// bases gets a keyframe (it skipped frames, or lost one).
+    pub rebased: u64,
+    /// Frames the viewer could not apply because a frame before them was lost (ACK status 3).
+    pub bases_missing: u64,
 }
 
 // Both functions take the struct apart with a pattern that has no `..`: a field added to the
 // struct and not here fails to compile, so neither `/metrics` nor the totals can miss it.
 impl ViewerFlowStats {
     /// Each figure by name (the names `/metrics` uses), in declaration order.
-    pub fn fields(&self) -> [(&'static str, u64); 11] {
+    pub fn fields(&self) -> [(&'static str, u64); 13] {
         let ViewerFlowStats {
             frames_planned,
             keyframes,
@@ -79,6 +97,8 @@ impl ViewerFlowStats {
             ack_timeouts,
             keyframe_requests,
             refresh_keyframes,
+            rebased,
+            bases_missing,
         } = *self;
         [
             ("frames_planned", frames_planned),
@@ -92,6 +112,8 @@ impl ViewerFlowStats {
             ("ack_timeouts", ack_timeouts),
             ("keyframe_requests", keyframe_requests),
             ("refresh_keyframes", refresh_keyframes),
+            ("rebased", rebased),
+            ("bases_missing", bases_missing),
         ]
     }
 
@@ -109,6 +131,8 @@ impl ViewerFlowStats {
             ack_timeouts,
             keyframe_requests,
             refresh_keyframes,
+            rebased,
+            bases_missing,
         } = *o;
         self.frames_planned += frames_planned;
         self.keyframes += keyframes;
@@ -121,6 +145,8 @@ impl ViewerFlowStats {
         self.ack_timeouts += ack_timeouts;
         self.keyframe_requests += keyframe_requests;
         self.refresh_keyframes += refresh_keyframes;
+        self.rebased += rebased;
+        self.bases_missing += bases_missing;
     }
 }
 
@@ -139,6 +165,8 @@ pub struct ViewerFlow {
     rtt_us: SampleWindow,
     reference: Option<u64>,
     keyframe_requested: bool,
+    /// The viewer lost a frame: the next is made against the picture it acknowledged.
+    rebase_requested: bool,
     last_seq: Option<u64>,
     /// A keyframe after this many deltas in a row (0 = never): for viewers that cannot
     /// verify what they hold (Daylight). Viewers that verify checksums ask when they need one.
@@ -156,6 +184,7 @@ impl ViewerFlow {
             rtt_us: SampleWindow::new(150),
             reference: None,
             keyframe_requested: false,
+            rebase_requested: false,
             last_seq: None,
             refresh_every: 0,
             deltas_since_key: 0,
@@ -218,8 +247,23 @@ impl ViewerFlow {
         self.reference = None;
     }
 
+    /// The viewer could not apply a frame because it lost the one before (named bases): it
+    /// still holds the picture it last acknowledged, and the next frame is made against that.
+    pub fn base_missing(&mut self) {
+        self.rebase_requested = true;
+        self.stats.bases_missing += 1;
+    }
+
     /// Decides what `f` becomes for this viewer and commits to it: the caller sends it.
     pub fn plan(&mut self, f: &FrameInfo) -> Plan {
+        self.plan_with_bases(f, Bases::default())
+    }
+
+    /// As [`ViewerFlow::plan`], for a viewer whose deltas name their base: where another
+    /// viewer would get a keyframe, it gets a delta against a picture the caller still has
+    /// (`bases`), the one it will hold once everything sent arrives, or after a loss the one
+    /// it acknowledged.
+    pub fn plan_with_bases(&mut self, f: &FrameInfo, bases: Bases) -> Plan {
         if let Some(last) = self.last_seq {
             if f.seq <= last {
                 return Plan::Nothing;
@@ -228,8 +272,15 @@ impl ViewerFlow {
         }
         self.last_seq = Some(f.seq);
         self.stats.frames_planned += 1;
+        let rebase = |base: Option<u64>| match base {
+            Some(b) if b == f.content_id => Plan::Unchanged,
+            Some(b) => Plan::Rebased { base: b },
+            None => Plan::Keyframe { forced: true },
+        };
         let plan = if self.keyframe_requested {
             Plan::Keyframe { forced: true }
+        } else if self.rebase_requested {
+            rebase(bases.acknowledged)
         } else if self.reference.is_none() {
             Plan::Keyframe { forced: false }
         } else if self.reference == Some(f.content_id) {
@@ -244,8 +295,9 @@ impl ViewerFlow {
                 Plan::Delta
             }
         } else {
-            Plan::Keyframe { forced: true }
+            rebase(bases.reference.filter(|_| self.reference.is_some()))
         };
+        self.rebase_requested = false;
         match plan {
             Plan::Keyframe { forced } => {
                 self.stats.keyframes += 1;
@@ -258,6 +310,10 @@ impl ViewerFlow {
                 self.deltas_since_key += 1;
             }
             Plan::Unchanged => self.stats.unchanged += 1,
+            Plan::Rebased { .. } => {
+                self.stats.rebased += 1;
+                self.deltas_since_key += 1;
+            }
             Plan::Nothing => {}
         }
         self.reference = Some(f.content_id);

@@ -241,6 +241,13 @@ fn on_event(cx: &SessionCtx, e: Event) {
             match what {
                 HostCount::DeltaSentAsKeyframe => c.deltas_sent_as_keyframes.inc(),
                 HostCount::PongDropped => c.pongs_dropped.inc(),
+                HostCount::BaseMissing => {
+                    c.viewer_bases_missing.inc();
+                    debug!(
+                        viewer = viewer.id,
+                        "viewer lost a frame; repairing from its picture"
+                    );
+                }
                 HostCount::ViewerChecksumMismatch | HostCount::ViewerDecodeError => {
                     if what == HostCount::ViewerChecksumMismatch {
                         c.viewer_checksum_mismatch.inc();

@@ -60,6 +60,9 @@ counter_set! {
         viewer_checksum_mismatch: Counter,
         viewer_decode_errors: Counter,
         pongs_dropped: Counter,
+        /// Frames a viewer with named bases could not apply because it lost one before them
+        /// (each repaired by a delta against the picture it acknowledged).
+        viewer_bases_missing: Counter,
         /// Packets that broke the protocol, by reason (the connection was closed).
         rejected_packets: Family,
         /// Colour pictures made (while colour viewers are connected), and encoder failures.

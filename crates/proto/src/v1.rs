@@ -30,7 +30,12 @@ pub mod caps {
     pub const MOVED_RECTS: u32 = 1 << 4;
     /// Lossless colour: StreamDesc format 2, planes G, R − G, B − G.
     pub const COLOUR: u32 = 1 << 5;
-    pub const ALL: u32 = LZ4 | ZSTD | UNCHANGED | CHECKSUM_XXH3 | MOVED_RECTS | COLOUR;
+    /// Deltas name the picture they apply to (frame flag bit 3, `base`), so a viewer that lost
+    /// a frame keeps its picture and the host sends the next delta against one it acknowledged
+    /// (ACK status 3): for transports that may drop frames (QUIC).
+    pub const NAMED_BASES: u32 = 1 << 6;
+    pub const ALL: u32 =
+        LZ4 | ZSTD | UNCHANGED | CHECKSUM_XXH3 | MOVED_RECTS | COLOUR | NAMED_BASES;
 }
 
 pub mod kind {
@@ -152,6 +157,9 @@ pub const FRAME_FLAG_ROWS: u8 = 0x02;
 /// The payload is a moved-rectangle delta (moves, then patches); only to viewers that declared
 /// [`caps::MOVED_RECTS`].
 pub const FRAME_FLAG_RECTS: u8 = 0x04;
+/// A `base:u64` field follows `raw_len`: the checksum of the picture this delta applies to;
+/// only to viewers that declared [`caps::NAMED_BASES`], and never on a keyframe.
+pub const FRAME_FLAG_BASE: u8 = 0x08;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -161,6 +169,9 @@ pub enum AckStatus {
     ChecksumMismatch = 1,
     /// The payload could not be decoded; the picture was left unchanged.
     DecodeError = 2,
+    /// The frame names a base picture the viewer does not hold (a frame before it was lost);
+    /// the viewer keeps the picture it had, still valid. [`caps::NAMED_BASES`] only.
+    BaseMissing = 3,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,9 +213,13 @@ pub struct FrameHeader {
     pub checksum: u64,
     /// Bytes the payload decodes to (width × height for Grey8).
     pub raw_len: u32,
+    /// The checksum of the picture this delta applies to (frame flag bit 3).
+    pub base: Option<u64>,
 }
 
 const FRAME_FIELDS_LEN: usize = 8 + 8 + 1 + 1 + 8 + 4;
+/// The longest frame prefix: packet header, fixed fields and a base.
+pub const FRAME_PREFIX_MAX: usize = HEADER_LEN + FRAME_FIELDS_LEN + 8;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Packet {
@@ -370,21 +385,25 @@ pub fn encode_sample<'a>(
     out[start + 3..start + 7].copy_from_slice(&body.to_le_bytes());
 }
 
-/// The frame packet's header and fixed fields; `payload_len` bytes of payload follow.
-pub fn frame_prefix(h: &FrameHeader, payload_len: usize) -> [u8; HEADER_LEN + FRAME_FIELDS_LEN] {
-    let mut b = BytesMut::with_capacity(HEADER_LEN + FRAME_FIELDS_LEN);
-    put_header(&mut b, kind::FRAME, FRAME_FIELDS_LEN + payload_len);
-    b.put_u64_le(h.seq);
-    b.put_u64_le(h.capture_us);
-    b.put_u8(
+/// Appends the frame packet's header and fields to `out`; `payload_len` bytes of payload
+/// follow.
+pub fn put_frame_prefix(out: &mut BytesMut, h: &FrameHeader, payload_len: usize) {
+    let fields = FRAME_FIELDS_LEN + if h.base.is_some() { 8 } else { 0 };
+    put_header(out, kind::FRAME, fields + payload_len);
+    out.put_u64_le(h.seq);
+    out.put_u64_le(h.capture_us);
+    out.put_u8(
         if h.keyframe { FRAME_FLAG_KEYFRAME } else { 0 }
             | if h.rows { FRAME_FLAG_ROWS } else { 0 }
-            | if h.rects { FRAME_FLAG_RECTS } else { 0 },
+            | if h.rects { FRAME_FLAG_RECTS } else { 0 }
+            | if h.base.is_some() { FRAME_FLAG_BASE } else { 0 },
     );
-    b.put_u8(h.codec as u8);
-    b.put_u64_le(h.checksum);
-    b.put_u32_le(h.raw_len);
-    b[..].try_into().expect("fixed size")
+    out.put_u8(h.codec as u8);
+    out.put_u64_le(h.checksum);
+    out.put_u32_le(h.raw_len);
+    if let Some(b) = h.base {
+        out.put_u64_le(b);
+    }
 }
 
 impl Packet {
@@ -411,7 +430,7 @@ impl Packet {
     /// Appends the packet's bytes to `out`.
     pub fn encode(&self, out: &mut BytesMut) {
         if let Packet::Frame { header, payload } = self {
-            out.put_slice(&frame_prefix(header, payload.len()));
+            put_frame_prefix(out, header, payload.len());
             out.put_slice(payload);
             return;
         }
@@ -647,14 +666,29 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
             let checksum = r.u64()?;
             let raw_len = r.u32()?;
             body.advance(FRAME_FIELDS_LEN);
-            if flags & !(FRAME_FLAG_KEYFRAME | FRAME_FLAG_ROWS | FRAME_FLAG_RECTS) != 0
-                || flags.count_ones() > 1
-            {
+            let kinds = flags & (FRAME_FLAG_KEYFRAME | FRAME_FLAG_ROWS | FRAME_FLAG_RECTS);
+            if flags & !(kinds | FRAME_FLAG_BASE) != 0 || kinds.count_ones() > 1 {
                 return Err(ProtoError::InvalidField {
                     field: "frame.flags",
                     why: "unknown flag, or more than one of keyframe, rows and rects",
                 });
             }
+            let base = if flags & FRAME_FLAG_BASE != 0 {
+                if flags & FRAME_FLAG_KEYFRAME != 0 {
+                    return Err(ProtoError::InvalidField {
+                        field: "frame.flags",
+                        why: "a keyframe has no base",
+                    });
+                }
+                if body.len() < 8 {
+                    return Err(ProtoError::Truncated { kind: "frame" });
+                }
+                let b = u64::from_le_bytes(body[..8].try_into().expect("8 bytes"));
+                body.advance(8);
+                Some(b)
+            } else {
+                None
+            };
             let header = FrameHeader {
                 seq,
                 capture_us,
@@ -664,6 +698,7 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
                 codec,
                 checksum,
                 raw_len,
+                base,
             };
             Packet::Frame {
                 header,
@@ -687,6 +722,7 @@ fn decode_body(ty: u8, mut body: Bytes) -> Result<Packet, ProtoError> {
                 0 => AckStatus::Applied,
                 1 => AckStatus::ChecksumMismatch,
                 2 => AckStatus::DecodeError,
+                3 => AckStatus::BaseMissing,
                 _ => {
                     return Err(ProtoError::InvalidField {
                         field: "ack.status",
@@ -1000,6 +1036,7 @@ mod tests {
                             codec: Codec::Lz4,
                             checksum,
                             raw_len,
+                            base: (!keyframe && checksum & 4 != 0).then_some(checksum ^ seq),
                         },
                         payload: Bytes::from(p),
                     }
@@ -1013,7 +1050,7 @@ mod tests {
             }),
             (
                 any::<u64>(),
-                0u8..=2,
+                0u8..=3,
                 any::<u64>(),
                 any::<u64>(),
                 any::<u64>()
@@ -1023,7 +1060,8 @@ mod tests {
                     status: [
                         AckStatus::Applied,
                         AckStatus::ChecksumMismatch,
-                        AckStatus::DecodeError
+                        AckStatus::DecodeError,
+                        AckStatus::BaseMissing
                     ][s as usize],
                     recv_us,
                     decoded_us,

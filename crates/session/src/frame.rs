@@ -200,6 +200,14 @@ impl SourceFrame {
         Some((d.clone(), fresh))
     }
 
+    /// This frame as a full-frame XOR delta against `base`'s picture (of the same size), in
+    /// `codec`: made for one viewer, which holds `base` (named bases).
+    pub fn delta_from(&self, base: &SourceFrame, codec: BlockCodec) -> Bytes {
+        let mut x = vec![0u8; self.grey.len()];
+        framewire_codec::delta::xor_into(&base.grey, &self.grey, &mut x);
+        compress(codec, &x)
+    }
+
     /// This frame as a keyframe in `codec`: the shared payload when it is one, else compressed
     /// on first use and shared afterwards. Returns the payload and whether this call did the
     /// compression.

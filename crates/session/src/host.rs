@@ -11,11 +11,11 @@
 //! test drives a whole conversation in memory with a fake clock.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use framewire_flow::{
-    AckOutcome, ClockOffset, InflightLimit, PingSchedule, Plan, ViewerFlow, ViewerFlowStats,
+    AckOutcome, Bases, ClockOffset, InflightLimit, PingSchedule, Plan, ViewerFlow, ViewerFlowStats,
 };
 use framewire_proto::daylight::{ViewerDecoder, ViewerPacket};
 use framewire_proto::v1::{self, goodbye, AckStatus, InputKind, Packet};
@@ -30,6 +30,10 @@ const SENT_LOG: usize = 256;
 /// Control packets (pongs, commands) that may wait to be written; beyond, pongs are dropped
 /// and counted (a viewer that pings faster than it reads).
 const CONTROL_QUEUE: usize = 64;
+/// Frames sent to a viewer with named bases and not yet acknowledged, kept so the one it
+/// acknowledges can be the base of a later delta. The in-flight limit keeps it below this; a
+/// viewer that never ACKs costs at most this many pictures.
+const RETAINED: usize = 8;
 
 /// How the host treats this viewer.
 #[derive(Debug, Clone)]
@@ -60,6 +64,10 @@ pub struct Transmit {
     pub payload: Option<Bytes>,
     /// It carries a frame (for the send-time figures).
     pub frame: bool,
+    /// The frame does not depend on any frame sent before it that is still in flight (a
+    /// keyframe, or a delta against a picture the viewer acknowledged): a transport that can
+    /// drop frames may give up on those.
+    pub independent: bool,
 }
 
 /// Something the runtime should know or count.
@@ -99,6 +107,9 @@ pub enum HostCount {
     ViewerDecodeError,
     /// A pong that answered no ping in flight.
     PongDropped,
+    /// The viewer could not apply a frame because it lost one before it (named bases); the
+    /// next frame is made against the picture it acknowledged.
+    BaseMissing,
 }
 
 pub struct HostSession<W: Wire> {
@@ -117,6 +128,62 @@ pub struct HostSession<W: Wire> {
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     done: bool,
+    bases: Retained,
+}
+
+/// What a host keeps for a viewer whose deltas name their base: the frame whose picture the
+/// viewer will hold once everything sent arrives, the frames in flight, and the newest one it
+/// acknowledged applying.
+#[derive(Default)]
+struct Retained {
+    last: Option<Arc<SourceFrame>>,
+    inflight: VecDeque<Arc<SourceFrame>>,
+    acknowledged: Option<Arc<SourceFrame>>,
+    /// The frame a planned rebased delta is made against, and the delta once made.
+    rebase: Option<Arc<SourceFrame>>,
+    made: Arc<Mutex<Option<Bytes>>>,
+    /// The checksum of the picture planned before the frame being sent.
+    delta_base: u64,
+    /// The seq of the last frame sent that depends on nothing in flight: a viewer reporting a
+    /// missing base for an earlier frame is already being repaired.
+    repaired_at: u64,
+}
+
+impl Retained {
+    fn bases(&self, f: &SourceFrame) -> Bases {
+        let fits = |x: &&Arc<SourceFrame>| {
+            x.width == f.width && x.height == f.height && x.planes == f.planes
+        };
+        Bases {
+            reference: self.last.as_ref().filter(fits).map(|x| x.content_id),
+            acknowledged: self
+                .acknowledged
+                .as_ref()
+                .filter(fits)
+                .map(|x| x.content_id),
+        }
+    }
+
+    fn frame_with(&self, content: u64) -> Option<&Arc<SourceFrame>> {
+        [&self.last, &self.acknowledged]
+            .into_iter()
+            .flatten()
+            .find(|x| x.content_id == content)
+    }
+
+    /// The viewer ACKed `seq`: earlier frames in flight are settled; an applied one becomes
+    /// the acknowledged picture.
+    fn on_ack(&mut self, seq: u64, applied: bool) {
+        while let Some(x) = self.inflight.front() {
+            if x.seq > seq {
+                break;
+            }
+            let x = self.inflight.pop_front().expect("front exists");
+            if x.seq == seq && applied {
+                self.acknowledged = Some(x);
+            }
+        }
+    }
 }
 
 impl<W: Wire> HostSession<W> {
@@ -139,6 +206,7 @@ impl<W: Wire> HostSession<W> {
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             done: false,
+            bases: Retained::default(),
         }
     }
 
@@ -200,25 +268,76 @@ impl<W: Wire> HostSession<W> {
             // A new size resets the viewer's picture (the Daylight app zeroes it).
             self.flow.reset_reference();
         }
-        let plan = self.flow.plan(&f.info());
+        if !self.wire.names_bases() {
+            let plan = self.flow.plan(&f.info());
+            self.flush_head_if(plan);
+            return (plan, self.wire.pending_work(f, plan));
+        }
+        let plan = self.flow.plan_with_bases(&f.info(), self.bases.bases(f));
+        if matches!(plan, Plan::Keyframe { .. }) && self.head.is_empty() {
+            // Frames may be lost: each keyframe carries the stream description it needs.
+            self.wire.stream_desc(f, &mut self.head);
+        }
+        self.flush_head_if(plan);
+        let b = &mut self.bases;
+        if plan == Plan::Nothing {
+            return (plan, None);
+        }
+        // A shared delta applies to the picture planned before this frame.
+        b.delta_base = b.last.as_ref().map_or(0, |x| x.checksum);
+        b.last = Some(f.clone());
+        if b.inflight.len() >= RETAINED {
+            b.inflight.pop_front();
+        }
+        b.inflight.push_back(f.clone());
+        let Plan::Rebased { base } = plan else {
+            return (plan, self.wire.pending_work(f, plan));
+        };
+        let base = b
+            .frame_with(base)
+            .expect("the flow rebases only on a retained picture")
+            .clone();
+        b.rebase = Some(base.clone());
+        let (made, f, codec) = (b.made.clone(), f.clone(), self.wire.codec());
+        let work: Work = Box::new(move || {
+            let d = f.delta_from(&base, codec);
+            *made.lock().unwrap_or_else(|e| e.into_inner()) = Some(d);
+        });
+        (plan, Some(work))
+    }
+
+    /// A stream description waiting for a frame goes out alone when no frame follows.
+    fn flush_head_if(&mut self, plan: Plan) {
         if plan == Plan::Nothing && !self.head.is_empty() {
             let head = self.head.split().freeze();
             self.transmits.push_back(Transmit {
                 head,
                 payload: None,
                 frame: false,
+                independent: false,
             });
         }
-        (plan, self.wire.pending_work(f, plan))
     }
 
     /// Sends `f` as planned.
     pub fn send_frame(&mut self, now: u64, f: &SourceFrame, plan: Plan) {
+        let mut independent = matches!(plan, Plan::Keyframe { .. });
         let out = match plan {
             Plan::Nothing => return,
             Plan::Unchanged => self.wire.unchanged(f, &mut self.head),
+            Plan::Rebased { .. } => {
+                let base = self.bases.rebase.take().expect("planned with its base");
+                let made = self.bases.made.lock().map(|mut m| m.take()).ok().flatten();
+                let payload = made.unwrap_or_else(|| f.delta_from(&base, self.wire.codec()));
+                independent = self
+                    .bases
+                    .acknowledged
+                    .as_ref()
+                    .is_some_and(|a| a.content_id == base.content_id);
+                self.wire.rebased(f, base.checksum, payload, &mut self.head)
+            }
             Plan::Delta => {
-                let out = self.wire.delta(f, &mut self.head);
+                let out = self.wire.delta(f, self.bases.delta_base, &mut self.head);
                 if out.keyframe {
                     self.events
                         .push_back(Event::Count(HostCount::DeltaSentAsKeyframe));
@@ -227,6 +346,9 @@ impl<W: Wire> HostSession<W> {
             }
             Plan::Keyframe { .. } => self.wire.keyframe(f, &mut self.head).0,
         };
+        if independent {
+            self.bases.repaired_at = f.seq;
+        }
         if let Some(id) = out.ack_id {
             self.flow.on_sent(id, now);
             if self.sent.len() >= SENT_LOG {
@@ -245,6 +367,7 @@ impl<W: Wire> HostSession<W> {
             head: self.head.split().freeze(),
             payload: out.payload,
             frame: true,
+            independent,
         });
     }
 
@@ -257,6 +380,7 @@ impl<W: Wire> HostSession<W> {
                 head: b.freeze(),
                 payload: None,
                 frame: false,
+                independent: false,
             });
         }
     }
@@ -294,6 +418,16 @@ impl<W: Wire> HostSession<W> {
                 applied_us,
                 ..
             } => {
+                self.bases.on_ack(seq, status == AckStatus::Applied);
+                if status == AckStatus::BaseMissing {
+                    // Frames sent before the last repair fail too; that repair covers them.
+                    if seq >= self.bases.repaired_at {
+                        self.events.push_back(Event::Count(HostCount::BaseMissing));
+                        self.flow.base_missing();
+                    }
+                    self.ack(now, seq);
+                    return;
+                }
                 if self.ack(now, seq).is_some() {
                     let local = self.offset.to_local(applied_us);
                     if let (Some(cap), Some(applied)) = (self.capture_time(seq), local) {
@@ -392,6 +526,7 @@ impl<W: Wire> HostSession<W> {
             head: p.to_bytes(),
             payload: None,
             frame: false,
+            independent: false,
         });
     }
 

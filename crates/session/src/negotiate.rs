@@ -18,6 +18,9 @@ pub struct Negotiated {
     pub rects: bool,
     /// The viewer asked for colour (and the host has it): its stream is the colour one.
     pub colour: bool,
+    /// Its deltas name their base: it keeps its picture when a frame is lost, and gets a
+    /// delta against a picture it holds instead of a keyframe.
+    pub named_bases: bool,
 }
 
 /// The capability bit a codec needs (raw needs none).
@@ -43,6 +46,7 @@ pub fn negotiate(preferred: Codec, host_caps: u32, viewer_caps: u32) -> Negotiat
         unchanged: both & caps::UNCHANGED != 0,
         rects: both & caps::MOVED_RECTS != 0,
         colour: both & caps::COLOUR != 0,
+        named_bases: both & caps::NAMED_BASES != 0,
     }
 }
 

@@ -34,6 +34,9 @@ pub struct Shown {
     pub ok: bool,
     /// It could not be decoded at all.
     pub decode_error: bool,
+    /// It names a base picture the viewer does not hold (a frame before it was lost); the
+    /// viewer kept the picture it had (named bases).
+    pub base_missing: bool,
     pub codec: Option<&'static str>,
     pub bytes: usize,
     /// When the read that completed it arrived (µs, the viewer's clock).
@@ -44,6 +47,18 @@ pub struct Shown {
     /// offset, once the offset is known.
     pub applied_us: u64,
     pub end_to_end_us: Option<u64>,
+}
+
+impl Shown {
+    /// What its ACK says.
+    pub fn status(&self) -> AckStatus {
+        match (self.ok, self.decode_error, self.base_missing) {
+            (true, _, _) => AckStatus::Applied,
+            (false, _, true) => AckStatus::BaseMissing,
+            (false, true, _) => AckStatus::DecodeError,
+            (false, false, false) => AckStatus::ChecksumMismatch,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +92,12 @@ pub struct ViewerSession {
     planes: u32,
     /// The checksum of the picture held, once verified.
     sum: Option<u64>,
+    /// Deltas name their base (the Welcome has [`v1::caps::NAMED_BASES`]).
+    named_bases: bool,
+    /// The newest frame seq handled: with named bases, an older frame arriving later (another
+    /// transport stream overtook it) is left alone.
+    newest: Option<u64>,
+    stale: u64,
     offset: ClockOffset,
     pings: PingSchedule,
     welcomed: bool,
@@ -108,6 +129,9 @@ impl ViewerSession {
             picture: Picture::new(0, 0),
             planes: 1,
             sum: None,
+            named_bases: false,
+            newest: None,
+            stale: 0,
             offset: ClockOffset::new(),
             pings: PingSchedule::new(),
             welcomed: false,
@@ -131,6 +155,60 @@ impl ViewerSession {
 
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Frames that arrived after a newer one and were left alone (named bases).
+    pub fn stale_frames(&self) -> u64 {
+        self.stale
+    }
+
+    /// Bytes holding whole packets that arrived on their own (one transport stream per frame,
+    /// as QUIC carries them), at `recv_us`. Their packets are handled before any bytes
+    /// already fed with [`ViewerSession::handle_bytes`] that are not yet polled.
+    pub fn handle_unit(&mut self, recv_us: u64, data: &[u8]) {
+        let mut d = v1::Decoder::new(v1::DEFAULT_MAX_FRAME_BODY);
+        d.feed(data);
+        let mut packets = Vec::new();
+        loop {
+            match d.next_packet() {
+                Ok(Some(p)) => packets.push(p),
+                Ok(None) if d.pending() == 0 => break,
+                Ok(None) => return self.fail(ProtoError::Truncated { kind: "frame unit" }),
+                Err(e) => return self.fail(e),
+            }
+        }
+        // A unit overtaken by a newer frame is dropped whole: its stream description too,
+        // which would otherwise reset the picture the newer frames built.
+        let seq = packets.iter().find_map(|p| match p {
+            Packet::Frame { header, .. } => Some(header.seq),
+            Packet::Unchanged { seq, .. } => Some(*seq),
+            _ => None,
+        });
+        if self.named_bases && seq.is_some_and(|s| self.newest.is_some_and(|n| s <= n)) {
+            self.stale += 1;
+            return;
+        }
+        for p in packets {
+            self.on_packet(recv_us, p);
+        }
+    }
+
+    fn fail(&mut self, e: ProtoError) {
+        self.events.push_back(ViewerEvent::Error(e));
+        self.done = true;
+    }
+
+    /// With named bases, whether a frame `seq` arrived after a newer one (and is dropped).
+    fn stale(&mut self, seq: u64) -> bool {
+        if !self.named_bases {
+            return false;
+        }
+        if self.newest.is_some_and(|n| seq <= n) {
+            self.stale += 1;
+            return true;
+        }
+        self.newest = Some(seq);
+        false
     }
 
     pub fn poll_transmit(&mut self) -> Option<Bytes> {
@@ -179,6 +257,7 @@ impl ViewerSession {
         match p {
             Packet::Welcome { caps, session, .. } => {
                 self.welcomed = true;
+                self.named_bases = caps & v1::caps::NAMED_BASES != 0;
                 self.events
                     .push_back(ViewerEvent::Welcomed { caps, session });
             }
@@ -194,13 +273,17 @@ impl ViewerSession {
                 self.sum = None;
                 self.events.push_back(ViewerEvent::Size { width, height });
             }
+            Packet::Frame { header: h, .. } if self.stale(h.seq) => {}
             Packet::Frame { header: h, payload } => self.on_frame(recv_us, h, &payload),
+            Packet::Unchanged { seq, .. } if self.stale(seq) => {}
             Packet::Unchanged {
                 seq,
                 capture_us,
                 checksum,
             } => {
                 let ok = self.picture.is_valid() && self.sum == Some(checksum);
+                // With named bases the picture is another valid one: a frame was lost.
+                let base_missing = !ok && self.named_bases && self.sum.is_some();
                 let now = (self.clock)();
                 self.ack_and_show(
                     Shown {
@@ -209,6 +292,7 @@ impl ViewerSession {
                         unchanged: true,
                         ok,
                         decode_error: false,
+                        base_missing,
                         codec: None,
                         bytes: 0,
                         received_us: recv_us,
@@ -258,6 +342,28 @@ impl ViewerSession {
     fn on_frame(&mut self, recv_us: u64, h: v1::FrameHeader, payload: &[u8]) {
         let codec = codec_from_wire(h.codec);
         let t0 = (self.clock)();
+        if let Some(base) = h.base {
+            if self.sum != Some(base) {
+                // A frame before this one was lost: keep the picture (still valid, if there
+                // was one); the host sends one made against what this viewer acknowledged.
+                let s = Shown {
+                    seq: h.seq,
+                    keyframe: false,
+                    unchanged: false,
+                    ok: false,
+                    decode_error: false,
+                    base_missing: true,
+                    codec: Some(codec.name()),
+                    bytes: payload.len(),
+                    received_us: recv_us,
+                    decompress_us: 0,
+                    apply_us: 0,
+                    applied_us: t0,
+                    end_to_end_us: None,
+                };
+                return self.ack_and_show(s, h.capture_us, recv_us, t0);
+            }
+        }
         let decoded = if h.rows {
             self.picture.decode_rows(codec, payload).ok()
         } else if h.rects {
@@ -298,6 +404,7 @@ impl ViewerSession {
                 unchanged: false,
                 ok,
                 decode_error: decoded.is_none(),
+                base_missing: false,
                 codec: Some(codec.name()),
                 bytes: payload.len(),
                 received_us: recv_us,
@@ -314,11 +421,7 @@ impl ViewerSession {
 
     /// ACKs what was applied (after applying it) and reports it.
     fn ack_and_show(&mut self, mut s: Shown, capture_us: u64, recv_us: u64, decoded_us: u64) {
-        let status = match (s.ok, s.decode_error) {
-            (true, _) => AckStatus::Applied,
-            (false, true) => AckStatus::DecodeError,
-            (false, false) => AckStatus::ChecksumMismatch,
-        };
+        let status = s.status();
         self.transmits.push_back(
             Packet::Ack {
                 seq: s.seq,

@@ -51,9 +51,26 @@ pub trait Wire: Send + 'static {
     /// The whole picture of `f`, and whether this call compressed it (rather than reusing a
     /// payload another viewer's request had made).
     fn keyframe(&mut self, f: &SourceFrame, out: &mut BytesMut) -> (Outgoing, bool);
-    /// The frame as a delta against its base, in the form this protocol carries. A wire
-    /// may send it as a keyframe instead (the viewer ends up holding `f` either way).
-    fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;
+    /// The frame as a delta against its base (whose checksum is `base`, for a wire that names
+    /// bases), in the form this protocol carries. A wire may send it as a keyframe instead
+    /// (the viewer ends up holding `f` either way).
+    fn delta(&mut self, f: &SourceFrame, base: u64, out: &mut BytesMut) -> Outgoing;
+    /// Whether this viewer's deltas name their base, so the host may send it a delta against
+    /// any picture it holds ([`framewire_flow::Plan::Rebased`]).
+    fn names_bases(&self) -> bool {
+        false
+    }
+    /// The codec of this viewer's payloads.
+    fn codec(&self) -> BlockCodec;
+    /// `payload`, a full-frame delta made for this viewer against the picture whose checksum
+    /// is `base` (only when [`Wire::names_bases`]).
+    fn rebased(
+        &mut self,
+        f: &SourceFrame,
+        base: u64,
+        payload: Bytes,
+        out: &mut BytesMut,
+    ) -> Outgoing;
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;
     fn command(&mut self, c: ViewerCommand, out: &mut BytesMut);
 }

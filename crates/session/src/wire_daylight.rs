@@ -66,7 +66,7 @@ impl Wire for DaylightWire {
         (self.frame(true, p, out), fresh)
     }
 
-    fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {
+    fn delta(&mut self, f: &SourceFrame, _base: u64, out: &mut BytesMut) -> Outgoing {
         let (p, _) = f
             .full_delta(BlockCodec::Lz4)
             .expect("a frame with a delta base carries its delta");
@@ -78,6 +78,15 @@ impl Wire for DaylightWire {
 
     fn unchanged(&mut self, _f: &SourceFrame, _out: &mut BytesMut) -> Outgoing {
         Outgoing::NOTHING
+    }
+
+    fn codec(&self) -> BlockCodec {
+        BlockCodec::Lz4
+    }
+
+    /// Never planned: the app's deltas name no base.
+    fn rebased(&mut self, f: &SourceFrame, _: u64, _: Bytes, out: &mut BytesMut) -> Outgoing {
+        self.keyframe(f, out).0
     }
 
     fn command(&mut self, c: ViewerCommand, out: &mut BytesMut) {
@@ -153,7 +162,7 @@ mod tests {
                 grey[n / 2] ^= 0x5a;
                 let f = delta_frame(codec, base.clone(), grey.clone(), w);
                 let mut buf = BytesMut::new();
-                let out = DaylightWire::default().delta(&f, &mut buf);
+                let out = DaylightWire::default().delta(&f, 0, &mut buf);
                 assert_eq!(apply(&out, &base), grey, "{codec:?} {w}x{h}");
                 let len = out.payload.as_ref().unwrap().len();
                 assert!(len <= n + n / 255 + 1024, "over the app's bound");

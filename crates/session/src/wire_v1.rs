@@ -1,6 +1,6 @@
 //! How planned frames and commands become framewire v1 bytes.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use framewire_codec::BlockCodec;
 use framewire_proto::v1::{self, CommandCode, FrameHeader, Packet, PixelFormat};
 
@@ -36,6 +36,8 @@ pub struct V1Wire {
     pub unchanged: bool,
     /// It applies moved-rectangle deltas.
     pub rects: bool,
+    /// Its deltas name their base.
+    pub named_bases: bool,
 }
 
 impl V1Wire {
@@ -44,6 +46,25 @@ impl V1Wire {
             codec: codec_from_wire(n.codec),
             unchanged: n.unchanged,
             rects: n.rects,
+            named_bases: n.named_bases,
+        }
+    }
+
+    fn body<'a>(
+        &self,
+        keyframe: bool,
+        form: DeltaForm,
+        raw_len: usize,
+        base: Option<u64>,
+        payload: &'a Bytes,
+    ) -> Body<'a> {
+        Body {
+            codec: self.codec,
+            keyframe,
+            form,
+            raw_len,
+            base: base.filter(|_| self.named_bases),
+            payload,
         }
     }
 
@@ -55,15 +76,26 @@ impl V1Wire {
     }
 }
 
-fn frame_packet(
-    f: &SourceFrame,
+/// What a frame packet says of its payload.
+struct Body<'a> {
     codec: BlockCodec,
     keyframe: bool,
     form: DeltaForm,
     raw_len: usize,
-    payload: &Bytes,
-    out: &mut BytesMut,
-) -> Outgoing {
+    /// The base's checksum, for a viewer with named bases.
+    base: Option<u64>,
+    payload: &'a Bytes,
+}
+
+fn frame_packet(f: &SourceFrame, b: Body, out: &mut BytesMut) -> Outgoing {
+    let Body {
+        codec,
+        keyframe,
+        form,
+        raw_len,
+        base,
+        payload,
+    } = b;
     let h = FrameHeader {
         seq: f.seq,
         capture_us: f.capture_us,
@@ -73,8 +105,9 @@ fn frame_packet(
         codec: codec_to_wire(codec),
         checksum: f.checksum,
         raw_len: raw_len as u32,
+        base: base.filter(|_| !keyframe),
     };
-    out.put_slice(&v1::frame_prefix(&h, payload.len()));
+    v1::put_frame_prefix(out, &h, payload.len());
     Outgoing {
         ack_id: Some(f.seq),
         payload: Some(payload.clone()),
@@ -123,25 +156,36 @@ impl Wire for V1Wire {
 
     fn keyframe(&mut self, f: &SourceFrame, out: &mut BytesMut) -> (Outgoing, bool) {
         let (p, fresh) = f.keyframe(self.codec);
-        let n = f.grey.len();
-        (
-            frame_packet(f, self.codec, true, DeltaForm::Full, n, &p, out),
-            fresh,
-        )
+        let b = self.body(true, DeltaForm::Full, f.grey.len(), None, &p);
+        (frame_packet(f, b, out), fresh)
     }
 
-    fn delta(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {
+    fn delta(&mut self, f: &SourceFrame, base: u64, out: &mut BytesMut) -> Outgoing {
         if !self.shares(f) {
             let (p, _) = f
                 .full_delta(self.codec)
                 .expect("a frame with a delta base carries its delta");
-            return frame_packet(f, self.codec, false, DeltaForm::Full, f.grey.len(), &p, out);
+            let b = self.body(false, DeltaForm::Full, f.grey.len(), Some(base), &p);
+            return frame_packet(f, b, out);
         }
         let (p, form) = f
             .shared_delta()
             .expect("a frame with a delta base carries its delta");
-        let raw_len = data_len(p, form, f);
-        frame_packet(f, self.codec, false, form, raw_len, p, out)
+        let b = self.body(false, form, data_len(p, form, f), Some(base), p);
+        frame_packet(f, b, out)
+    }
+
+    fn names_bases(&self) -> bool {
+        self.named_bases
+    }
+
+    fn codec(&self) -> BlockCodec {
+        self.codec
+    }
+
+    fn rebased(&mut self, f: &SourceFrame, base: u64, p: Bytes, out: &mut BytesMut) -> Outgoing {
+        let b = self.body(false, DeltaForm::Full, f.grey.len(), Some(base), &p);
+        frame_packet(f, b, out)
     }
 
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing {

@@ -4,90 +4,17 @@
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use framewire_codec::checksum::picture_checksum;
-use framewire_codec::{BlockCodec, Picture};
+use framewire_codec::Picture;
 use framewire_flow::{InflightLimit, Plan};
 use framewire_proto::daylight::{self, HostDecoder, HostPacket, ViewerPacket};
 use framewire_proto::v1::{self, caps, goodbye, AckStatus, Packet};
 use framewire_session::{
-    negotiate, DaylightWire, Event, FrameMeta, HostConfig, HostCount, HostSession, Payload,
-    SourceFrame, Transmit, V1Wire, ViewerCommand, ViewerReader, Wire,
+    negotiate, DaylightWire, Event, HostConfig, HostCount, HostSession, SourceFrame, Transmit,
+    V1Wire, ViewerCommand, ViewerReader, Wire,
 };
 
-const W: u32 = 64;
-const H: u32 = 48;
-
-/// A picture that changes with `n` in a band of rows (like typing).
-fn picture(n: u64) -> Vec<u8> {
-    let mut p: Vec<u8> = (0..W * H).map(|i| (i % 251) as u8).collect();
-    let band = (n as usize % 6) * 8;
-    for b in &mut p[band * W as usize..(band + 4) * W as usize] {
-        *b = b.wrapping_add((n as u8).wrapping_mul(17).wrapping_add(1));
-    }
-    p
-}
-
-/// The host's frames: frame 0 a keyframe, then LZ4 full-frame deltas; `same` repeats the
-/// previous picture as an unchanged frame.
-struct Source {
-    seq: u64,
-    last: Option<(Arc<Vec<u8>>, u64)>,
-}
-
-impl Source {
-    fn new() -> Self {
-        Source { seq: 0, last: None }
-    }
-
-    fn frame(&mut self, now: u64, same: bool) -> Arc<SourceFrame> {
-        let seq = self.seq;
-        self.seq += 1;
-        let codec = BlockCodec::Lz4;
-        let grey = match (&self.last, same) {
-            (Some((g, _)), true) => g.clone(),
-            _ => Arc::new(picture(seq)),
-        };
-        let checksum = picture_checksum(&grey, W as usize);
-        let compress = |data: &[u8]| {
-            let mut out = Vec::new();
-            codec.compress(data, &mut out).unwrap();
-            bytes::Bytes::from(out)
-        };
-        let (content_id, payload) = match (&self.last, same) {
-            (Some((_, content)), true) => (*content, Payload::Unchanged),
-            (Some((base, content)), false) => {
-                let mut x = vec![0u8; grey.len()];
-                framewire_codec::delta::xor_into(base, &grey, &mut x);
-                let delta = Payload::Delta {
-                    data: compress(&x),
-                    base_id: *content,
-                    base: base.clone(),
-                };
-                (seq, delta)
-            }
-            (None, _) => (seq, Payload::Key(compress(&grey))),
-        };
-        let meta = FrameMeta {
-            planes: 1,
-            seq,
-            capture_us: now,
-            width: W,
-            height: H,
-            grey: grey.clone(),
-            checksum,
-            content_id,
-            codec,
-        };
-        let f = SourceFrame::new(meta, payload);
-        let content = if same {
-            self.last.as_ref().unwrap().1
-        } else {
-            seq
-        };
-        self.last = Some((grey, content));
-        Arc::new(f)
-    }
-}
+mod common;
+use common::{picture, Source, H, W};
 
 fn config() -> HostConfig {
     HostConfig {
@@ -100,7 +27,11 @@ fn config() -> HostConfig {
 }
 
 fn v1_session() -> HostSession<V1Wire> {
-    let n = negotiate(v1::Codec::Lz4, caps::ALL, caps::ALL);
+    v1_session_with(caps::ALL)
+}
+
+fn v1_session_with(viewer_caps: u32) -> HostSession<V1Wire> {
+    let n = negotiate(v1::Codec::Lz4, caps::ALL, viewer_caps);
     let dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
     HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), config())
 }
@@ -165,6 +96,10 @@ impl Viewer {
                     continue;
                 }
                 Packet::Frame { header: h, payload } => {
+                    // In order and lossless, a delta's base is always the picture held.
+                    if let Some(base) = h.base {
+                        assert_eq!(Some(base), self.sum, "frame {} names another base", h.seq);
+                    }
                     let codec = framewire_session::codec_from_wire(h.codec);
                     self.picture.decode(h.keyframe, codec, &payload).unwrap();
                     self.picture.apply();
@@ -305,9 +240,21 @@ fn a_checksum_mismatch_brings_a_forced_keyframe() {
     assert_eq!(host.flow_stats().keyframe_requests, 1);
 }
 
+/// A viewer whose deltas name their base resyncs with a delta against the picture it will
+/// hold; one without gets a keyframe.
 #[test]
 fn a_slow_viewer_skips_frames_then_resyncs_exactly() {
-    let (mut host, mut viewer, mut src) = (v1_session(), Viewer::new(), Source::new());
+    for named in [false, true] {
+        let viewer_caps = match named {
+            true => caps::ALL,
+            false => caps::ALL & !caps::NAMED_BASES,
+        };
+        slow_viewer_resyncs(v1_session_with(viewer_caps), named);
+    }
+}
+
+fn slow_viewer_resyncs(mut host: HostSession<V1Wire>, named: bool) {
+    let (mut viewer, mut src) = (Viewer::new(), Source::new());
     let mut now = 0;
     let mut pending = Vec::new();
     // Frames keep coming every 16 ms; the viewer reads but its ACKs are held back, so the host
@@ -334,7 +281,14 @@ fn a_slow_viewer_skips_frames_then_resyncs_exactly() {
     }
     let s = host.flow_stats();
     assert!(s.skipped > 20, "skipped {}", s.skipped);
-    assert_eq!(s.forced_keyframes, 1, "one keyframe to resync: {s:?}");
+    match named {
+        true => assert_eq!(
+            (s.forced_keyframes, s.rebased),
+            (0, 1),
+            "one rebased delta: {s:?}"
+        ),
+        false => assert_eq!(s.forced_keyframes, 1, "one keyframe to resync: {s:?}"),
+    }
     assert!(
         viewer.frames.iter().all(|&(_, _, good)| good),
         "{:?}",
