@@ -6,8 +6,10 @@
 //! | file | what |
 //! |---|---|
 //! | `viewer.rs` | connect, decode, apply, verify, ACK; per-frame events and latency figures |
+//! | `link.rs` | what a v1 viewer reads: a TCP stream, or QUIC (a control stream and one stream per frame) |
 //! | `shm_viewer.rs` | read each frame of a shared-memory route in place, verify, measure |
 
+pub mod link;
 pub mod shm_viewer;
 pub mod viewer;
 

@@ -22,6 +22,8 @@ use framewire_session::{
 };
 use framewire_telemetry::clock::now_us;
 
+use crate::link::{Input, Link};
+
 #[derive(Debug, Clone)]
 pub struct ViewerOptions {
     pub addr: String,
@@ -33,6 +35,8 @@ pub struct ViewerOptions {
     pub paused: Arc<AtomicBool>,
     /// Capabilities declared in the Hello (v1); the host sends only what they allow.
     pub caps: u32,
+    /// Connect over QUIC (v1), accepting only a host whose certificate has this fingerprint.
+    pub quic: Option<framewire_quic::Fingerprint>,
 }
 
 impl ViewerOptions {
@@ -45,6 +49,7 @@ impl ViewerOptions {
             paused: Arc::new(AtomicBool::new(false)),
             // Grey unless asked: colour is `with_colour`.
             caps: caps::ALL & !caps::COLOUR,
+            quic: None,
         }
     }
 
@@ -219,6 +224,17 @@ pub async fn run_viewer(
     stats: Arc<Mutex<ViewerStats>>,
     on_frame: impl FnMut(&FrameEvent<'_>) -> bool,
 ) -> anyhow::Result<()> {
+    if let Some(pin) = opts.quic {
+        anyhow::ensure!(
+            opts.protocol == Protocol::V1,
+            "QUIC carries framewire v1 only"
+        );
+        let mut link = crate::link::connect_quic(&opts.addr, pin).await?;
+        lock(&stats).protocol = "framewire-quic";
+        let r = run_v1(&mut link, opts, stats, on_frame).await;
+        link.close();
+        return r;
+    }
     let sock = TcpStream::connect(&opts.addr).await.with_context(|| {
         format!(
             "connecting to {} ({} protocol)",
@@ -229,7 +245,7 @@ pub async fn run_viewer(
     sock.set_nodelay(true)?;
     lock(&stats).protocol = opts.protocol.name();
     match opts.protocol {
-        Protocol::V1 => run_v1(sock, opts, stats, on_frame).await,
+        Protocol::V1 => run_v1(&mut Link::Tcp(sock), opts, stats, on_frame).await,
         Protocol::Daylight => run_daylight(sock, opts, stats, on_frame).await,
     }
 }
@@ -256,7 +272,7 @@ impl RecvClock {
 }
 
 async fn run_v1(
-    mut sock: TcpStream,
+    sock: &mut Link,
     opts: ViewerOptions,
     stats: Arc<Mutex<ViewerStats>>,
     mut on_frame: impl FnMut(&FrameEvent<'_>) -> bool,
@@ -321,16 +337,22 @@ async fn run_v1(
         }
         wait_unpaused(&opts.paused).await;
         let wake = session.poll_timeout().map(|t| t.saturating_sub(now_us()));
-        let n = tokio::select! {
+        let input = tokio::select! {
             r = sock.read(&mut buf) => r?,
             _ = sleep_for(wake) => continue,
         };
-        if n == 0 {
-            bail!("the server closed the connection");
-        }
         let now = now_us();
-        rc.bytes_arrived(now);
-        session.handle_bytes(now, &buf[..n]);
+        match input {
+            Input::Closed => bail!("the server closed the connection"),
+            Input::Control(n) => {
+                rc.bytes_arrived(now);
+                session.handle_bytes(now, &buf[..n]);
+            }
+            Input::Unit(b) => {
+                rc.bytes_arrived(now);
+                session.handle_unit(now, &b);
+            }
+        }
     }
 }
 

@@ -134,6 +134,12 @@ pub struct ServeArgs {
     /// framewire v1 port (0 = any free port).
     #[arg(long, default_value_t = 7878)]
     pub port: u16,
+    /// Also serve framewire viewers over QUIC (UDP) on this port, on the --bind address:
+    /// always encrypted (TLS 1.3), one stream per frame so a lost packet delays only its own
+    /// frame. The certificate is made on first run and kept in the config directory; the
+    /// link printed at start carries its fingerprint.
+    #[arg(long, value_name = "PORT")]
+    pub quic_port: Option<u16>,
     /// Daylight-compatible port, for the Daylight Android app (via `adb reverse tcp:8888 tcp:8888`).
     #[arg(long, default_value_t = 8888)]
     pub daylight_port: u16,
@@ -299,6 +305,10 @@ pub struct ViewArgs {
     /// Ask for grey instead of lossless colour (framewire protocol; Daylight is always grey).
     #[arg(long)]
     pub grey: bool,
+    /// Connect over QUIC to --host:--port (the server's --quic-port), accepting only a host
+    /// whose certificate has this SHA-256 fingerprint (printed by `framewire serve`).
+    #[arg(long, value_name = "FINGERPRINT", conflicts_with = "shm")]
+    pub quic: Option<framewire_quic::Fingerprint>,
 }
 
 #[derive(Args, Clone)]

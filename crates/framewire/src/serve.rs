@@ -122,6 +122,7 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         resolution: res,
         fps: a.source.fps,
         v1_addr: Some(SocketAddr::new(a.bind, a.port)),
+        quic_addr: a.quic_port.map(|p| SocketAddr::new(a.bind, p)),
         daylight_addr: (!a.no_daylight).then(|| SocketAddr::new(a.daylight_bind, a.daylight_port)),
         sensor_addr: (!a.no_sensors).then(|| SocketAddr::new(a.sensor_bind, a.sensor_port)),
         sensor_start: sensor_start(&a.sensor_start)?,
@@ -240,6 +241,18 @@ pub async fn run(a: ServeArgs, mirror: bool) -> anyhow::Result<()> {
             "  framewire viewers: framewire view --headless --host {} --port {}",
             v.ip(),
             v.port()
+        );
+    }
+    if let (Some(q), Some(fp)) = (server.quic_addr, server.quic_fingerprint) {
+        let token = if cfg.token.is_some() {
+            " --token TOKEN"
+        } else {
+            ""
+        };
+        println!(
+            "  over QUIC:         framewire view --host {} --port {} --quic {fp}{token}",
+            q.ip(),
+            q.port()
         );
     }
     if let Some(d) = server.daylight_addr {

@@ -22,6 +22,17 @@ pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
     let mut opts = ViewerOptions::new(addr.clone(), protocol);
     opts.token = a.token.clone();
     opts.max_frames = a.frames;
+    if a.quic.is_some() {
+        anyhow::ensure!(
+            protocol == Protocol::V1,
+            "--quic carries the framewire protocol only"
+        );
+        anyhow::ensure!(
+            a.port.is_some(),
+            "--quic needs --port: the server's --quic-port (its start-up lines print the whole command)"
+        );
+    }
+    opts.quic = a.quic;
     let opts = opts.with_colour(!a.grey);
     let stats = Arc::new(Mutex::new(ViewerStats::default()));
     let printer = {
@@ -35,7 +46,8 @@ pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
             }
         })
     };
-    eprintln!("connecting to {addr} ({})", protocol.name());
+    let how = if a.quic.is_some() { " over QUIC" } else { "" };
+    eprintln!("connecting to {addr} ({}{how})", protocol.name());
     // The window (unless --headless): each applied picture is drawn before the viewer ACKs it,
     // and the title carries the same statistics the headless viewer prints.
     let mut window = if a.headless {

@@ -9,11 +9,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BufMut;
-use bytes::BytesMut;
 use framewire_flow::Plan;
 use framewire_session::{Event, HostSession, SourceFrame, Transmit, Wire};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::broadcast;
 use tracing::{debug, warn};
 
@@ -22,9 +19,7 @@ use framewire_telemetry::clock::now_us;
 use framewire_telemetry::observe_us;
 
 use crate::mirror::{lock, Mirror, ViewerShared};
-
-/// Payloads up to this size are copied behind their header so both go out in one write.
-const COALESCE_MAX: usize = 64 * 1024;
+use crate::transport::Transport;
 /// Bytes read from the viewer at a time (ACKs, pings, input: small packets).
 const READ_BUF: usize = 16 * 1024;
 
@@ -37,11 +32,11 @@ struct SessionCtx {
 
 /// Runs the session until the viewer leaves, breaks the protocol, or the server stops; its
 /// last figures are published however it ends.
-pub(crate) async fn drive<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
+pub(crate) async fn drive<W: Wire, T: Transport>(
     mut session: HostSession<W>,
     mirror: Arc<Mirror>,
     viewer: Arc<ViewerShared>,
-    sock: S,
+    sock: T,
     colour: bool,
 ) -> io::Result<()> {
     let cx = SessionCtx {
@@ -54,10 +49,10 @@ pub(crate) async fn drive<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
     r
 }
 
-async fn run<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
+async fn run<W: Wire, T: Transport>(
     session: &mut HostSession<W>,
     cx: &SessionCtx,
-    mut sock: S,
+    mut sock: T,
 ) -> io::Result<()> {
     let mirror = cx.mirror.clone();
     let mut frames = match cx.colour {
@@ -68,13 +63,12 @@ async fn run<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
     let mut cmds = mirror.commands.subscribe();
     let mut shutdown = mirror.stop.subscribe();
     let mut rbuf = vec![0u8; READ_BUF];
-    let mut wbuf = BytesMut::with_capacity(COALESCE_MAX * 2);
     // What the viewer sent right behind its Hello is already in the session's reader.
     session.handle_bytes(now_us(), &[]);
     loop {
         let now = now_us();
         session.handle_timeout(now);
-        flush(session, cx, &mut sock, &mut wbuf).await?;
+        flush(session, cx, &mut sock).await?;
         if session.is_done() {
             return Ok(());
         }
@@ -142,14 +136,13 @@ async fn offer<W: Wire>(
 }
 
 /// Writes what the session queued and acts on what it reports, then publishes its figures.
-async fn flush<W: Wire, S: AsyncWrite + Unpin>(
+async fn flush<W: Wire, T: Transport>(
     session: &mut HostSession<W>,
     cx: &SessionCtx,
-    sock: &mut S,
-    wbuf: &mut BytesMut,
+    sock: &mut T,
 ) -> io::Result<()> {
     while let Some(t) = session.poll_transmit() {
-        write(cx, sock, wbuf, t).await?;
+        write(cx, sock, t).await?;
     }
     let mut acked = false;
     while let Some(e) = session.poll_event() {
@@ -170,31 +163,15 @@ fn publish_figures<W: Wire>(session: &HostSession<W>, cx: &SessionCtx, rtt_chang
     }
 }
 
-async fn write<S: AsyncWrite + Unpin>(
-    cx: &SessionCtx,
-    sock: &mut S,
-    wbuf: &mut BytesMut,
-    t: Transmit,
-) -> io::Result<()> {
+async fn write<T: Transport>(cx: &SessionCtx, sock: &mut T, t: Transmit) -> io::Result<()> {
     let t0 = now_us();
     let bytes = t.head.len() + t.payload.as_ref().map_or(0, |p| p.len());
-    match &t.payload {
-        Some(p) if p.len() <= COALESCE_MAX => {
-            wbuf.clear();
-            wbuf.put_slice(&t.head);
-            wbuf.put_slice(p);
-            sock.write_all(wbuf).await?;
-        }
-        Some(p) => {
-            sock.write_all(&t.head).await?;
-            sock.write_all(p).await?;
-        }
-        None => sock.write_all(&t.head).await?,
-    }
+    let frame = t.frame;
+    sock.send(t).await?;
     cx.viewer
         .bytes_sent
         .fetch_add(bytes as u64, Ordering::Relaxed);
-    if t.frame {
+    if frame {
         let took = now_us() - t0;
         lock(&cx.mirror.send_us).push(took as f64);
         observe_us(&cx.mirror.stages.send, took);

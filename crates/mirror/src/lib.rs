@@ -9,6 +9,7 @@
 //! | `pipeline.rs` | capture → grey → delta/compress, on its own thread, newest frame published |
 //! | `viewers.rs` | a viewer joining (negotiation, Welcome) and leaving (totals) |
 //! | `connection.rs` | one viewer connection: one task driving its `HostSession` |
+//! | `transport.rs` | how a session's bytes move: one byte stream (TCP, WebSocket), or QUIC streams |
 //! | `display.rs` | brightness, warmth and backlight as the Daylight host keeps them |
 //! | `report.rs` | the latency report and the Daylight status keys |
 //! | `shm_export.rs` | every frame to a shared-memory route, for local consumers |
@@ -26,6 +27,7 @@ mod pipeline;
 mod report;
 mod shm_export;
 mod trace;
+pub mod transport;
 mod viewers;
 
 use std::sync::Arc;
@@ -36,6 +38,7 @@ pub use framewire_session::{Protocol, SourceFrame, ViewerCommand};
 pub use mirror::{lock, FlowFigures, Mirror, MirrorCounters, Settings, ViewerShared};
 pub use pipeline::open_source;
 pub use report::iso8601_now;
+pub use transport::{StreamTransport, Transport};
 
 impl Mirror {
     /// Starts the capture loop on its own thread; it runs until [`Mirror::stop`].

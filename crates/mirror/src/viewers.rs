@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use framewire_proto::daylight::ViewerDecoder;
 use framewire_proto::v1::{self, caps, Packet};
 use framewire_session::{
@@ -13,11 +14,12 @@ use framewire_session::{
     ViewerCommand, ViewerReader, Wire,
 };
 use framewire_telemetry::SampleWindow;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::info;
 
 use crate::connection::drive;
 use crate::mirror::{lock, Mirror, ViewerShared};
+use crate::transport::{StreamTransport, Transport};
 
 /// One viewer in a stream's count, for as long as it lives (however its task ends, a
 /// cancelled one included).
@@ -39,9 +41,9 @@ impl Drop for Counted<'_> {
 impl Mirror {
     /// A framewire v1 viewer whose Hello was accepted: negotiates its codec and features,
     /// welcomes it and serves it until it leaves. `dec` holds whatever it sent after its Hello.
-    pub async fn serve_v1_viewer<S: AsyncRead + AsyncWrite + Unpin>(
+    pub async fn serve_v1_viewer<T: Transport>(
         self: &Arc<Self>,
-        mut sock: S,
+        mut sock: T,
         dec: v1::Decoder,
         peer: SocketAddr,
         viewer_caps: u32,
@@ -60,7 +62,13 @@ impl Mirror {
             caps: n.caps,
             session: viewer.id,
         };
-        if let Err(e) = sock.write_all(&welcome.to_bytes()).await {
+        let welcome = framewire_session::Transmit {
+            head: welcome.to_bytes(),
+            payload: None::<Bytes>,
+            frame: false,
+            independent: false,
+        };
+        if let Err(e) = sock.send(welcome).await {
             self.unregister(&viewer);
             return Err(e);
         }
@@ -78,7 +86,7 @@ impl Mirror {
     }
 
     /// A Daylight app connection: it has no handshake, so it is a viewer from its first byte.
-    pub async fn serve_daylight_viewer<S: AsyncRead + AsyncWrite + Unpin>(
+    pub async fn serve_daylight_viewer<S: AsyncRead + AsyncWrite + Unpin + Send>(
         self: &Arc<Self>,
         sock: S,
         peer: SocketAddr,
@@ -88,6 +96,7 @@ impl Mirror {
         let cfg = self.host_config(Protocol::Daylight, false);
         let session = HostSession::new(DaylightWire::default(), reader, cfg);
         let _counted = Counted::new(&self.grey_viewers);
+        let sock = StreamTransport::new(sock);
         self.run_session(viewer, session, sock, false).await
     }
 
@@ -122,11 +131,11 @@ impl Mirror {
     }
 
     /// Drives a viewer's session on `sock` until it ends, then unregisters the viewer.
-    async fn run_session<W: Wire, S: AsyncRead + AsyncWrite + Unpin>(
+    async fn run_session<W: Wire, T: Transport>(
         self: &Arc<Self>,
         viewer: Arc<ViewerShared>,
         session: HostSession<W>,
-        sock: S,
+        sock: T,
         colour: bool,
     ) -> std::io::Result<()> {
         let r = drive(session, self.clone(), viewer.clone(), sock, colour).await;

@@ -17,6 +17,10 @@ pub struct ServerConfig {
     pub fps: u32,
     /// framewire v1 listener; `None` disables it.
     pub v1_addr: Option<SocketAddr>,
+    /// framewire v1 over QUIC (UDP); `None` (the default) disables it.
+    pub quic_addr: Option<SocketAddr>,
+    /// Where the QUIC certificate is kept (`None`: framewire's config directory).
+    pub quic_dir: Option<PathBuf>,
     /// Daylight-compatible listener; `None` disables it.
     pub daylight_addr: Option<SocketAddr>,
     /// Sensor line listener (EmberEye-compatible); `None` (the library default) disables it.
@@ -160,6 +164,8 @@ impl Default for ServerConfig {
             resolution: Resolution::SHARP,
             fps: 60,
             v1_addr: Some(SocketAddr::from(([127, 0, 0, 1], 7878))),
+            quic_addr: None,
+            quic_dir: None,
             daylight_addr: Some(SocketAddr::from(([127, 0, 0, 1], 8888))),
             sensor_addr: None,
             sensor_start: Some(framewire_proto::sensor_line::START_COMMAND.to_string()),
@@ -237,6 +243,14 @@ impl ServerConfig {
             if !a.ip().is_loopback() && self.token.is_none() && !self.insecure {
                 return Err(format!(
                     "refusing to serve the screen on {a} (not loopback) without --token; pass --token SECRET, or --insecure if you really mean it"
+                ));
+            }
+        }
+        if let Some(a) = self.quic_addr {
+            // QUIC is always encrypted; the token is what keeps the screen to its viewers.
+            if !a.ip().is_loopback() && self.token.is_none() && !self.insecure {
+                return Err(format!(
+                    "refusing to serve the screen over QUIC on {a} (not loopback) without --token; pass --token SECRET, or --insecure if you really mean it"
                 ));
             }
         }

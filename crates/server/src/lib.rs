@@ -15,11 +15,13 @@
 //! | `server.rs` | starting each subsystem, the handle, shutdown |
 //! | `door.rs` | the v1 front door: Hello, its rules, then a viewer or a subscriber |
 //! | `listen.rs` | binding listeners, accepting without spinning |
-//! | `conn.rs` | what a v1 connection runs on: TCP, or a WebSocket's pipe |
+//! | `conn.rs` | what a v1 connection runs on: TCP, a WebSocket's pipe, or a QUIC control stream |
+//! | `quic.rs` | framewire v1 over QUIC: accepting connections, the control stream, one stream per frame |
 
 pub mod config;
 mod conn;
 mod door;
+mod quic;
 mod server;
 
 pub use config::{ConnLimits, ServerConfig};

@@ -21,6 +21,9 @@ pub struct Server;
 /// A running server. Dropping it does not stop it; call [`ServerHandle::shutdown`].
 pub struct ServerHandle {
     pub v1_addr: Option<SocketAddr>,
+    /// framewire v1 over QUIC, and the SHA-256 fingerprint of its certificate (viewers pin it).
+    pub quic_addr: Option<SocketAddr>,
+    pub quic_fingerprint: Option<framewire_quic::Fingerprint>,
     pub daylight_addr: Option<SocketAddr>,
     pub sensor_addr: Option<SocketAddr>,
     pub http_addr: Option<SocketAddr>,
@@ -55,9 +58,10 @@ impl Server {
             // Fail now, with the reason, rather than in the capture thread.
             framewire_capture::ShmSource::open(name).map_err(|e| anyhow::anyhow!("{e}"))?;
         }
-        let any_screen = cfg.v1_addr.is_some() || cfg.daylight_addr.is_some();
+        let any_screen =
+            cfg.v1_addr.is_some() || cfg.daylight_addr.is_some() || cfg.quic_addr.is_some();
         if !any_screen && cfg.sensor_addr.is_none() && cfg.http_addr.is_none() {
-            bail!("no listener configured: enable the framewire, Daylight or sensor port");
+            bail!("no listener configured: enable the framewire (TCP or QUIC), Daylight or sensor port");
         }
         let registry = CounterRegistry::new();
         let stages = Arc::new(StageHistograms::default());
@@ -76,6 +80,8 @@ impl Server {
         ));
         let mut h = ServerHandle {
             v1_addr: None,
+            quic_addr: None,
+            quic_fingerprint: None,
             daylight_addr: None,
             sensor_addr: None,
             http_addr: None,
@@ -91,6 +97,7 @@ impl Server {
             control_socket: None,
         };
         h.start_screen_listeners(&cfg, &door)?;
+        h.start_quic(&cfg, &door)?;
         h.start_control(&cfg)?;
         h.start_sensors(&cfg)?;
         if let Some(addr) = cfg.http_addr {
@@ -193,6 +200,31 @@ impl ServerHandle {
             self.tasks
                 .push(tokio::spawn(accept_loop(l, gate, proto, door.clone())));
         }
+        Ok(())
+    }
+
+    /// framewire v1 over QUIC, with the certificate kept in the config directory.
+    fn start_quic(&mut self, cfg: &ServerConfig, door: &Arc<Door>) -> anyhow::Result<()> {
+        let Some(addr) = cfg.quic_addr else {
+            return Ok(());
+        };
+        let dir = match &cfg.quic_dir {
+            Some(d) => d.clone(),
+            None => framewire_quic::config_dir()?,
+        };
+        let id = framewire_quic::Identity::load_or_create(&dir)?;
+        let endpoint = framewire_quic::server_endpoint(&id, addr)
+            .context("starting the QUIC listener (pick another port with --quic-port)")?;
+        let local = endpoint.local_addr()?;
+        info!(addr = %local, fingerprint = %id.fingerprint, "framewire QUIC listener");
+        self.quic_addr = Some(local);
+        self.quic_fingerprint = Some(id.fingerprint);
+        let gate = self.gate("v1");
+        self.tasks.push(tokio::spawn(crate::quic::accept_loop(
+            endpoint,
+            gate,
+            door.clone(),
+        )));
         Ok(())
     }
 

@@ -225,7 +225,7 @@ async fn four_viewers_of_both_protocols_reproduce_every_scene_exactly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stalled_viewer_stops_nobody_and_resyncs_with_one_keyframe() {
+async fn a_stalled_viewer_stops_nobody_and_resyncs_without_a_keyframe() {
     let scene = Scene::Scroll;
     let server = Server::start(config(scene, 640, 480)).await.unwrap();
     let (a, d) = (server.v1_addr.unwrap(), server.daylight_addr.unwrap());
@@ -272,16 +272,19 @@ async fn a_stalled_viewer_stops_nobody_and_resyncs_with_one_keyframe() {
     })
     .await;
     let seen = slow.seen();
-    // Find the first gap in source numbers: the frame after it must be a keyframe.
+    // Find the first gap in source numbers: the viewer has named bases, so the frame after it
+    // is a delta against the picture it held (a viewer without them gets a keyframe; see the
+    // session's conversation tests), and the only keyframe is the first.
     let gap = seen
         .windows(2)
         .position(|w| w[1].seq > w[0].seq + 1)
         .expect("the slow viewer skipped frames");
     assert!(
-        seen[gap + 1].keyframe,
-        "first frame after the gap (seq {}) is not a keyframe",
+        !seen[gap + 1].keyframe,
+        "first frame after the gap (seq {}) is a keyframe",
         seen[gap + 1].seq
     );
+    assert_eq!(seen.iter().filter(|s| s.keyframe).count(), 1);
     assert!(seen.iter().all(|s| s.ok == Some(true)), "a checksum failed");
     assert_eq!(slow.mismatches.load(Ordering::Relaxed), 0);
     // The fast viewer may skip a frame when the test machine is busy (its own in-flight limit),
@@ -299,8 +302,8 @@ async fn a_stalled_viewer_stops_nobody_and_resyncs_with_one_keyframe() {
         r.skipped_frames > 0,
         "the server did not count the slow viewer's skips"
     );
-    // /metrics shows each viewer's flow: one v1 viewer skipped frames and was sent a forced
-    // keyframe after the gap; the totals hold at least as much.
+    // /metrics shows each viewer's flow: one v1 viewer skipped frames and was sent a rebased
+    // delta after the gap; the totals hold at least as much.
     let text = framewire_http::render(server.mirror(), server.registry(), None).unwrap();
     let per_viewer = |event: &str| -> Vec<u64> {
         let tag = format!("event=\"{event}\",protocol=\"framewire\"");
@@ -309,15 +312,15 @@ async fn a_stalled_viewer_stops_nobody_and_resyncs_with_one_keyframe() {
             .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
             .collect()
     };
-    let (skipped, forced) = (per_viewer("skipped"), per_viewer("forced_keyframes"));
+    let (skipped, rebased) = (per_viewer("skipped"), per_viewer("rebased"));
     assert_eq!(skipped.len(), 2, "one series per v1 viewer:\n{text}");
     assert!(
         skipped.iter().any(|&n| n > 0),
         "no viewer's skips in /metrics"
     );
     assert!(
-        forced.iter().any(|&n| n >= 1),
-        "no forced keyframe in /metrics"
+        rebased.iter().any(|&n| n >= 1),
+        "no rebased delta in /metrics"
     );
     let total = |event: &str| -> u64 {
         let line = format!("framewire_flow_events_total{{event=\"{event}\"}} ");
@@ -325,7 +328,7 @@ async fn a_stalled_viewer_stops_nobody_and_resyncs_with_one_keyframe() {
         l.rsplit(' ').next().unwrap().parse().unwrap()
     };
     assert!(total("skipped") >= skipped.iter().sum::<u64>());
-    assert!(total("forced_keyframes") >= 1);
+    assert!(total("rebased") >= 1);
     for v in [&slow, &fast, &dl] {
         v.task.abort();
     }

@@ -273,7 +273,16 @@ impl<W: Wire> HostSession<W> {
             self.flush_head_if(plan);
             return (plan, self.wire.pending_work(f, plan));
         }
-        let plan = self.flow.plan_with_bases(&f.info(), self.bases.bases(f));
+        let mut plan = self.flow.plan_with_bases(&f.info(), self.bases.bases(f));
+        // The picture a rebased delta is made against (the flow chose it from `bases`).
+        let from = match plan {
+            Plan::Rebased { base } => self.bases.frame_with(base).cloned(),
+            _ => None,
+        };
+        if matches!(plan, Plan::Rebased { .. }) && from.is_none() {
+            // Not reachable while the flow only picks from `bases`; a keyframe is always right.
+            plan = Plan::Keyframe { forced: true };
+        }
         if matches!(plan, Plan::Keyframe { .. }) && self.head.is_empty() {
             // Frames may be lost: each keyframe carries the stream description it needs.
             self.wire.stream_desc(f, &mut self.head);
@@ -290,13 +299,9 @@ impl<W: Wire> HostSession<W> {
             b.inflight.pop_front();
         }
         b.inflight.push_back(f.clone());
-        let Plan::Rebased { base } = plan else {
+        let Some(base) = from else {
             return (plan, self.wire.pending_work(f, plan));
         };
-        let base = b
-            .frame_with(base)
-            .expect("the flow rebases only on a retained picture")
-            .clone();
         b.rebase = Some(base.clone());
         let (made, f, codec) = (b.made.clone(), f.clone(), self.wire.codec());
         let work: Work = Box::new(move || {

@@ -252,6 +252,25 @@ fn every_applied_picture_is_exact_under_loss_reordering_and_duplication() {
     }
 }
 
+/// A long round trip keeps the viewer at its in-flight limit: frames are skipped, and the next
+/// one is a delta against the picture it will hold once the frames in flight arrive.
+#[test]
+fn skipped_frames_are_rebased_on_pictures_still_in_flight() {
+    let imp = Impairment {
+        loss: 0.02,
+        duplicate: 0.0,
+        delay_us: 60_000,
+        jitter_us: 5_000,
+    };
+    for seed in 20..24 {
+        let o = run(seed, &imp, 300);
+        assert!(
+            o.rebased > 0 && o.last_applied + 12 >= o.source_frames,
+            "{o:?}"
+        );
+    }
+}
+
 #[test]
 fn a_clean_link_never_misses_a_base() {
     let imp = Impairment {

@@ -1,0 +1,61 @@
+//! How a viewer session's bytes move: a [`Transport`] reads what the viewer sends and writes
+//! what the session queues. A byte stream (TCP, a browser's WebSocket) carries everything in
+//! order ([`StreamTransport`]); QUIC (in `framewire-server`) puts each frame on its own stream.
+
+use std::future::Future;
+use std::io;
+
+use bytes::{BufMut, BytesMut};
+use framewire_session::Transmit;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Payloads up to this size are copied behind their header so both go out in one write.
+const COALESCE_MAX: usize = 64 * 1024;
+
+pub trait Transport: Send {
+    /// Bytes the viewer sent (0 when it closed). Must be cancel-safe: the session waits on it
+    /// beside frames and timers.
+    fn read<'a>(
+        &'a mut self,
+        buf: &'a mut [u8],
+    ) -> impl Future<Output = io::Result<usize>> + Send + 'a;
+    /// Writes one transmit, whole.
+    fn send<'a>(&'a mut self, t: Transmit) -> impl Future<Output = io::Result<()>> + Send + 'a;
+}
+
+/// Everything in order on one byte stream.
+pub struct StreamTransport<S> {
+    sock: S,
+    wbuf: BytesMut,
+}
+
+impl<S> StreamTransport<S> {
+    pub fn new(sock: S) -> Self {
+        StreamTransport {
+            sock,
+            wbuf: BytesMut::with_capacity(COALESCE_MAX * 2),
+        }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Transport for StreamTransport<S> {
+    async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.read(buf).await
+    }
+
+    async fn send(&mut self, t: Transmit) -> io::Result<()> {
+        match &t.payload {
+            Some(p) if p.len() <= COALESCE_MAX => {
+                self.wbuf.clear();
+                self.wbuf.put_slice(&t.head);
+                self.wbuf.put_slice(p);
+                self.sock.write_all(&self.wbuf).await
+            }
+            Some(p) => {
+                self.sock.write_all(&t.head).await?;
+                self.sock.write_all(p).await
+            }
+            None => self.sock.write_all(&t.head).await,
+        }
+    }
+}

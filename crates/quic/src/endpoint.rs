@@ -1,0 +1,67 @@
+//! Host and viewer endpoints, with one set of transport settings.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+
+use crate::{Fingerprint, Identity, PinnedHost};
+
+/// The ALPN protocol id of framewire v1 over QUIC.
+pub const ALPN: &[u8] = b"framewire/1";
+
+fn transport() -> Arc<quinn::TransportConfig> {
+    let mut t = quinn::TransportConfig::default();
+    t.max_idle_timeout(Some(
+        quinn::IdleTimeout::try_from(Duration::from_secs(10)).expect("in range"),
+    ))
+    .keep_alive_interval(Some(Duration::from_secs(1)))
+    // One stream per frame: room for every frame a viewer may have in flight, and more.
+    .max_concurrent_uni_streams(quinn::VarInt::from_u32(256))
+    .max_concurrent_bidi_streams(quinn::VarInt::from_u32(4))
+    // A colour keyframe is up to ~6 MB: let one go in a round trip.
+    .stream_receive_window(quinn::VarInt::from_u32(16 << 20))
+    .receive_window(quinn::VarInt::from_u32(64 << 20))
+    .send_window(64 << 20)
+    // Segmentation offload fails on some virtual links (veth) and its fallback drops a burst
+    // of packets at the start; frames are not sent fast enough to need it.
+    .enable_segmentation_offload(false);
+    Arc::new(t)
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A host endpoint on `addr` with `id`'s certificate. Needs a tokio runtime.
+pub fn server_endpoint(id: &Identity, addr: SocketAddr) -> anyhow::Result<quinn::Endpoint> {
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_no_client_auth()
+        .with_single_cert(vec![id.cert.clone()], id.key.clone_key())
+        .context("the QUIC certificate")?;
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let crypto = QuicServerConfig::try_from(tls).context("QUIC TLS settings")?;
+    let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    cfg.transport_config(transport());
+    quinn::Endpoint::server(cfg, addr).with_context(|| format!("binding QUIC on {addr}"))
+}
+
+/// A viewer endpoint that accepts only a host whose certificate has `pin`.
+pub fn client_endpoint(pin: Fingerprint) -> anyhow::Result<quinn::Endpoint> {
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(PinnedHost::new(pin)))
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let crypto = QuicClientConfig::try_from(tls).context("QUIC TLS settings")?;
+    let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
+    cfg.transport_config(transport());
+    let bind: SocketAddr = "0.0.0.0:0".parse().expect("literal");
+    let mut e = quinn::Endpoint::client(bind).context("opening a UDP socket")?;
+    e.set_default_client_config(cfg);
+    Ok(e)
+}

@@ -1,0 +1,30 @@
+//! framewire over QUIC (`quinn`, TLS 1.3 with the ring provider): what both ends need before a
+//! v1 session runs over a connection.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `identity.rs` | the host's self-signed certificate: made on first run, kept in the config directory, renewed before it runs out; its SHA-256 fingerprint |
+//! | `pin.rs` | the viewer's check of the host: the certificate must have the fingerprint from the link |
+//! | `endpoint.rs` | the transport settings, and host and viewer endpoints built from them |
+//!
+//! How v1 runs over a connection: the viewer opens one bidirectional stream for everything but
+//! frames (Hello, Welcome, Ack, Ping, Pong, Input, Goodbye, and a StreamDesc sent alone); the
+//! host sends each frame on its own unidirectional stream, so a lost packet delays only its own
+//! frame, and a frame made stale by a newer one that does not need it is reset instead of
+//! retransmitted. See `spec/PROTOCOL.md`, "QUIC".
+
+mod endpoint;
+mod identity;
+mod pin;
+
+pub use endpoint::{client_endpoint, server_endpoint, ALPN};
+pub use identity::{config_dir, Fingerprint, Identity};
+pub use pin::PinnedHost;
+
+/// Codes a stream or connection is closed with (application error codes).
+pub mod codes {
+    /// The frame on this stream was superseded by a newer one that does not need it.
+    pub const SUPERSEDED: u32 = 1;
+    /// The session ended normally.
+    pub const DONE: u32 = 0;
+}
