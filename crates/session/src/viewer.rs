@@ -16,6 +16,23 @@ use framewire_proto::ProtoError;
 
 use crate::wire_v1::codec_from_wire;
 
+/// How long a frame whose base has not arrived is held for it before it is reported missing:
+/// with one transport stream per frame, a small frame overtakes a large one, and a lost packet
+/// of the base comes back after about a round trip. Holding it costs that frame up to this
+/// much; reporting it at once costs a round trip and a delta against an older picture.
+pub const BASE_WAIT_US: u64 = 25_000;
+/// Frames held at once waiting for their base; beyond, the oldest is reported missing.
+const WAITING_MAX: usize = 4;
+
+/// A frame unit held until its base arrives or its time is up.
+struct Waiting {
+    until: u64,
+    recv_us: u64,
+    seq: u64,
+    base: u64,
+    packets: Vec<Packet>,
+}
+
 /// What the viewer declares in its Hello.
 #[derive(Debug, Clone)]
 pub struct ViewerHello {
@@ -98,6 +115,9 @@ pub struct ViewerSession {
     /// transport stream overtook it) is left alone.
     newest: Option<u64>,
     stale: u64,
+    waiting: Vec<Waiting>,
+    /// Units fed and not yet taken in (they are, one at a time, as events are polled).
+    units: VecDeque<(u64, Vec<Packet>)>,
     offset: ClockOffset,
     pings: PingSchedule,
     welcomed: bool,
@@ -132,6 +152,8 @@ impl ViewerSession {
             named_bases: false,
             newest: None,
             stale: 0,
+            waiting: Vec::new(),
+            units: VecDeque::new(),
             offset: ClockOffset::new(),
             pings: PingSchedule::new(),
             welcomed: false,
@@ -177,6 +199,12 @@ impl ViewerSession {
                 Err(e) => return self.fail(e),
             }
         }
+        self.units.push_back((recv_us, packets));
+    }
+
+    /// Takes in one unit: drops it when overtaken, holds it when its base has not arrived,
+    /// else handles it.
+    fn take_unit(&mut self, recv_us: u64, packets: Vec<Packet>) {
         // A unit overtaken by a newer frame is dropped whole: its stream description too,
         // which would otherwise reset the picture the newer frames built.
         let seq = packets.iter().find_map(|p| match p {
@@ -188,9 +216,60 @@ impl ViewerSession {
             self.stale += 1;
             return;
         }
+        let base = packets.iter().find_map(|p| match p {
+            Packet::Frame { header, .. } => header.base,
+            _ => None,
+        });
+        match (seq, base) {
+            // Its base has not arrived yet (the picture held is another valid one): wait.
+            (Some(seq), Some(base)) if self.sum.is_some() && self.sum != Some(base) => {
+                self.waiting.push(Waiting {
+                    until: recv_us + BASE_WAIT_US,
+                    recv_us,
+                    seq,
+                    base,
+                    packets,
+                });
+                if self.waiting.len() > WAITING_MAX {
+                    let oldest = self.waiting.remove(0);
+                    self.handle_packets(oldest.recv_us, oldest.packets);
+                }
+            }
+            _ => self.handle_packets(recv_us, packets),
+        }
+    }
+
+    fn handle_packets(&mut self, recv_us: u64, packets: Vec<Packet>) {
+        if packets.iter().any(|p| match p {
+            Packet::Frame { header, .. } => self.newest.is_some_and(|n| header.seq <= n),
+            _ => false,
+        }) {
+            self.stale += 1;
+            return;
+        }
         for p in packets {
             self.on_packet(recv_us, p);
         }
+    }
+
+    /// Handles one waiting frame whose base is now held, or whose time is up at `now` (its
+    /// base is then reported missing), after dropping those overtaken; false when none is.
+    fn release_one(&mut self, now: u64) -> bool {
+        let newest = self.newest;
+        let before = self.waiting.len();
+        self.waiting.retain(|w| newest.is_none_or(|n| w.seq > n));
+        self.stale += (before - self.waiting.len()) as u64;
+        let ready = self
+            .waiting
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| self.sum == Some(w.base) || w.until <= now)
+            .min_by_key(|(_, w)| w.seq)
+            .map(|(i, _)| i);
+        let Some(i) = ready else { return false };
+        let w = self.waiting.remove(i);
+        self.handle_packets(w.recv_us, w.packets);
+        true
     }
 
     fn fail(&mut self, e: ProtoError) {
@@ -220,6 +299,13 @@ impl ViewerSession {
     /// shows or checks pictures sees each one, even when many frames came in one read).
     pub fn poll_event(&mut self) -> Option<ViewerEvent> {
         while self.events.is_empty() && !self.done {
+            if !self.waiting.is_empty() && self.release_one((self.clock)()) {
+                continue;
+            }
+            if let Some((recv_us, packets)) = self.units.pop_front() {
+                self.take_unit(recv_us, packets);
+                continue;
+            }
             match self.dec.next_packet() {
                 Ok(Some(p)) => self.on_packet(self.recv_us, p),
                 Ok(None) => break,
@@ -232,9 +318,15 @@ impl ViewerSession {
         self.events.pop_front()
     }
 
-    /// When the next ping is due, once welcomed.
+    /// When the next ping is due, once welcomed, or a frame waiting for its base runs out of
+    /// time.
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.welcomed.then(|| self.pings.next_at())
+        let wait = self.waiting.iter().map(|w| w.until).min();
+        let ping = self.welcomed.then(|| self.pings.next_at());
+        match (ping, wait) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn handle_timeout(&mut self, now: u64) {
