@@ -26,6 +26,8 @@ command -v Xvfb >/dev/null 2>&1 || need_apt+=(xvfb)
 command -v xterm >/dev/null 2>&1 || need_apt+=(xterm)
 command -v xdotool >/dev/null 2>&1 || need_apt+=(xdotool)
 command -v x11vnc >/dev/null 2>&1 || need_apt+=(x11vnc)
+# Emulated networks (crates/netem): namespaces with `ip netns`, rate limits with `tc` tbf.
+{ command -v ip && command -v tc; } >/dev/null 2>&1 || need_apt+=(iproute2)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo

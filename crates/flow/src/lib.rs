@@ -7,13 +7,16 @@
 //! - [`InflightLimit`]: the adaptive in-flight limit (Daylight's formula by default).
 //! - [`ClockOffset`]: the offset between two peers' clocks from ping/pong exchanges.
 //! - [`PingSchedule`]: when to send those pings.
+//! - [`DeliveryRate`]: the bytes a viewer may have in flight, from the rate its ACKs show.
 
 mod clock_offset;
 mod limit;
 mod ping;
+mod rate;
 mod viewer;
 
 pub use clock_offset::ClockOffset;
 pub use limit::InflightLimit;
 pub use ping::PingSchedule;
+pub use rate::{DeliveryRate, LinkEstimate};
 pub use viewer::{AckOutcome, Bases, FrameInfo, Plan, ViewerFlow, ViewerFlowStats};

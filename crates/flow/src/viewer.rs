@@ -13,7 +13,16 @@ use std::collections::VecDeque;
 
 use framewire_telemetry::SampleWindow;
 
-use crate::InflightLimit;
+use crate::{DeliveryRate, InflightLimit, LinkEstimate};
+
+/// The frame-count limit of a viewer whose bytes in flight are budgeted from its delivery rate
+/// (the byte budget is the real limit; this only bounds the bookkeeping).
+const BUDGETED_LIMIT: InflightLimit = InflightLimit {
+    min: 2,
+    max: 16,
+    budget_ms: 1000.0,
+    initial_rtt_ms: 15.0,
+};
 
 /// What the host knows about a frame it offers to viewers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,6 +182,8 @@ pub struct ViewerFlow {
     refresh_every: u32,
     deltas_since_key: u32,
     stats: ViewerFlowStats,
+    /// Bytes in flight budgeted from the delivery rate, for viewers that have it.
+    bytes: Option<DeliveryRate>,
 }
 
 impl ViewerFlow {
@@ -189,7 +200,29 @@ impl ViewerFlow {
             refresh_every: 0,
             deltas_since_key: 0,
             stats: ViewerFlowStats::default(),
+            bytes: None,
         }
+    }
+
+    /// Budgets the bytes in flight from the delivery rate ([`DeliveryRate`]): about one frame
+    /// beyond the bandwidth-delay product, frames skipped (newest wins) beyond it. The
+    /// frame-count limit then only bounds the bookkeeping.
+    pub fn with_byte_budget(mut self) -> Self {
+        self.bytes = Some(DeliveryRate::default());
+        self.limit = BUDGETED_LIMIT;
+        self
+    }
+
+    /// A small packet's round trip (a ping's), for the byte budget's minimum RTT.
+    pub fn on_path_rtt(&mut self, rtt_us: u64, now_us: u64) {
+        if let Some(b) = &mut self.bytes {
+            b.on_path_rtt(rtt_us, now_us);
+        }
+    }
+
+    /// What the delivery-rate estimator believes of the path, for a viewer with a byte budget.
+    pub fn link_estimate(&self) -> Option<LinkEstimate> {
+        self.bytes.as_ref().map(DeliveryRate::estimate)
     }
 
     /// Sends a keyframe after every `n` deltas in a row (0 = never).
@@ -224,8 +257,12 @@ impl ViewerFlow {
             }
             self.inflight.pop_front();
             self.stats.ack_timeouts += 1;
+            if let Some(b) = &mut self.bytes {
+                b.forget_before(self.inflight.front().map_or(u64::MAX, |&(s, _)| s));
+            }
         }
         (self.inflight.len() as u32) < self.current_limit()
+            && self.bytes.as_ref().is_none_or(DeliveryRate::has_room)
     }
 
     /// When the oldest frame in flight runs out of time for its ACK (µs), if any.
@@ -320,9 +357,12 @@ impl ViewerFlow {
         plan
     }
 
-    /// A packet that will be ACKed was written for frame `seq`.
-    pub fn on_sent(&mut self, seq: u64, now_us: u64) {
+    /// A packet that will be ACKed was written for frame `seq`, `bytes` long.
+    pub fn on_sent(&mut self, seq: u64, bytes: u64, now_us: u64) {
         self.inflight.push_back((seq, now_us));
+        if let Some(b) = &mut self.bytes {
+            b.on_sent(seq, bytes, now_us);
+        }
     }
 
     /// An ACK arrived. ACKs come in order, so earlier in-flight frames are settled too.
@@ -332,6 +372,9 @@ impl ViewerFlow {
             return AckOutcome::Unknown;
         }
         self.stats.acks += 1;
+        if let Some(b) = &mut self.bytes {
+            b.on_ack(seq, now_us);
+        }
         while let Some((s, sent)) = self.inflight.pop_front() {
             if s == seq {
                 let rtt = now_us.saturating_sub(sent);
@@ -427,12 +470,12 @@ mod tests {
             // The fast viewer ACKs everything 2 ms later.
             assert!(fast.can_send(now));
             assert_ne!(fast.plan(&f), Plan::Nothing);
-            fast.on_sent(seq, now);
+            fast.on_sent(seq, 1000, now);
             assert_eq!(fast.on_ack(seq, now + 2000), AckOutcome::Rtt(2000));
             // The slow viewer never ACKs: it fills its window and stops being sent frames.
             if slow.can_send(now) {
                 slow.plan(&f);
-                slow.on_sent(seq, now);
+                slow.on_sent(seq, 1000, now);
             }
         }
         assert_eq!(slow.inflight(), 6);
@@ -498,14 +541,14 @@ mod tests {
         let mut now = 0u64;
         // RTT of 40 ms → limit floor(120/40) = 3.
         for seq in 0..10 {
-            v.on_sent(seq, now);
+            v.on_sent(seq, 1000, now);
             v.on_ack(seq, now + 40_000);
             now += 50_000;
         }
         assert_eq!(v.current_limit(), 3);
         for seq in 10..13 {
             assert!(v.can_send(now));
-            v.on_sent(seq, now);
+            v.on_sent(seq, 1000, now);
         }
         assert!(!v.can_send(now));
         assert!(!v.can_send(now + 1_999_999));
@@ -519,7 +562,7 @@ mod tests {
     fn acks_are_cumulative() {
         let mut v = flow();
         for seq in 0..4 {
-            v.on_sent(seq, seq * 10);
+            v.on_sent(seq, 1000, seq * 10);
         }
         assert_eq!(v.on_ack(2, 100), AckOutcome::Rtt(80));
         assert_eq!(v.inflight(), 1);

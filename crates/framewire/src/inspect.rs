@@ -40,6 +40,42 @@ pub fn render_report(r: &LatencyReport) -> String {
         stage("rtt", &r.rtt),
         stage("capture→applied", &r.end_to_end),
     ];
+    if r.viewers
+        .iter()
+        .any(|v| v.budget_bytes > 0 || v.transport_rtt_ms.is_some())
+    {
+        out.push("viewers' paths:".into());
+    }
+    for v in r
+        .viewers
+        .iter()
+        .filter(|v| v.budget_bytes > 0 || v.transport_rtt_ms.is_some())
+    {
+        let mut line = format!(
+            "  viewer {} ({}): {:.2} Mbit/s, min RTT {:.1} ms, in flight {} of {} B, skipped {}, rebased {}, bases missing {}",
+            v.viewer,
+            v.protocol,
+            v.bandwidth_mbps,
+            v.min_rtt_ms,
+            v.inflight_bytes,
+            v.budget_bytes,
+            v.skipped,
+            v.rebased,
+            v.bases_missing
+        );
+        if let (Some(rtt), Some(cwnd), Some(lost), Some(sent)) = (
+            v.transport_rtt_ms,
+            v.cwnd_bytes,
+            v.lost_packets,
+            v.sent_packets,
+        ) {
+            let loss = lost as f64 * 100.0 / sent.max(1) as f64;
+            line += &format!(
+                "; QUIC RTT {rtt:.1} ms, window {cwnd} B, lost {lost} of {sent} packets ({loss:.2} %)"
+            );
+        }
+        out.push(line);
+    }
     let drops: Vec<String> = r
         .counters
         .iter()

@@ -263,7 +263,35 @@ fn flow(r: &Registry, m: &Mirror) -> Result<(), prometheus::Error> {
                 .inc_by(x);
         }
     }
-    r.register(Box::new(per_viewer))
+    r.register(Box::new(per_viewer))?;
+    let path = prometheus::GaugeVec::new(
+        Opts::new(
+            "framewire_viewer_path",
+            "Each viewer's path: estimated bandwidth (bytes/s), minimum RTT (s), bytes in flight and allowed, and for QUIC the transport's RTT (s), congestion window (bytes), packets sent and lost",
+        ),
+        &["viewer", "protocol", "figure"],
+    )?;
+    for v in m.viewer_list().into_iter().take(VIEWER_SERIES) {
+        let f = lock(&v.flow);
+        let id = v.id.to_string();
+        let set = |name: &str, x: f64| {
+            path.with_label_values(&[id.as_str(), v.protocol.name(), name])
+                .set(x)
+        };
+        if let Some(l) = f.link {
+            set("bandwidth_bytes_per_second", l.rate_bytes_per_s as f64);
+            set("min_rtt_seconds", l.min_rtt_us as f64 / 1e6);
+            set("inflight_bytes", l.inflight_bytes as f64);
+            set("budget_bytes", l.budget_bytes as f64);
+        }
+        if let Some(p) = f.path {
+            set("transport_rtt_seconds", p.rtt_us as f64 / 1e6);
+            set("cwnd_bytes", p.cwnd_bytes as f64);
+            set("sent_packets", p.sent_packets as f64);
+            set("lost_packets", p.lost_packets as f64);
+        }
+    }
+    r.register(Box::new(path))
 }
 
 /// The `n` streams with the most items, and the sum of the others.

@@ -45,7 +45,7 @@ pub(crate) async fn drive<W: Wire, T: Transport>(
         colour,
     };
     let r = run(&mut session, &cx, sock).await;
-    publish_figures(&session, &cx, true);
+    publish_figures(&session, &cx, true, None);
     r
 }
 
@@ -149,15 +149,24 @@ async fn flush<W: Wire, T: Transport>(
         acked |= matches!(e, Event::Rtt(_));
         on_event(cx, e);
     }
-    publish_figures(session, cx, acked);
+    publish_figures(session, cx, acked, sock.path());
     Ok(())
 }
 
 /// What the reports read of this viewer: its flow figures every time (a copy of a few
 /// numbers), its RTT window when it changed.
-fn publish_figures<W: Wire>(session: &HostSession<W>, cx: &SessionCtx, rtt_changed: bool) {
+fn publish_figures<W: Wire>(
+    session: &HostSession<W>,
+    cx: &SessionCtx,
+    rtt_changed: bool,
+    path: Option<crate::transport::PathFigures>,
+) {
     let mut r = lock(&cx.viewer.flow);
     r.stats = session.flow_stats();
+    r.link = session.link_estimate();
+    if path.is_some() {
+        r.path = path;
+    }
     if rtt_changed {
         r.rtt = session.rtt_window().clone();
     }

@@ -38,7 +38,7 @@ pub use framewire_session::{Protocol, SourceFrame, ViewerCommand};
 pub use mirror::{lock, FlowFigures, Mirror, MirrorCounters, Settings, ViewerShared};
 pub use pipeline::open_source;
 pub use report::iso8601_now;
-pub use transport::{StreamTransport, Transport};
+pub use transport::{PathFigures, StreamTransport, Transport};
 
 impl Mirror {
     /// Starts the capture loop on its own thread; it runs until [`Mirror::stop`].

@@ -95,6 +95,10 @@ pub struct FlowFigures {
     pub stats: ViewerFlowStats,
     /// Recent round-trip times (µs).
     pub rtt: SampleWindow,
+    /// The delivery-rate estimate (viewers with a byte budget).
+    pub link: Option<framewire_flow::LinkEstimate>,
+    /// What the transport says of the path (QUIC).
+    pub path: Option<crate::transport::PathFigures>,
 }
 
 /// What the reports see of one viewer; only its own task writes it.

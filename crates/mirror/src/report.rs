@@ -2,11 +2,11 @@
 
 use std::sync::atomic::Ordering;
 
-use framewire_telemetry::{LatencyReport, SampleWindow, StageSummary};
+use framewire_telemetry::{LatencyReport, SampleWindow, StageSummary, ViewerPath};
 
 use framewire_telemetry::clock::now_us;
 
-use crate::mirror::{lock, Mirror};
+use crate::mirror::{lock, FlowFigures, Mirror, ViewerShared};
 
 impl Mirror {
     /// The latency report now (what `framewire latency`, `REPORT` and `/api/stats` show).
@@ -29,9 +29,11 @@ fn build_report(mirror: &Mirror) -> LatencyReport {
     let mut skipped = departed.flow.skipped;
     drop(departed);
     let mut bytes_sent = 0u64;
+    let mut paths = Vec::new();
     for v in &viewers {
         let f = lock(&v.flow);
         skipped += f.stats.skipped;
+        paths.push(viewer_path(v, &f));
         for &x in f.rtt.values() {
             rtt.push(x);
         }
@@ -74,6 +76,26 @@ fn build_report(mirror: &Mirror) -> LatencyReport {
         unchanged_frames: mirror.counters.frames_unchanged.get(),
         skipped_frames: skipped,
         counters: mirror.registry.snapshot(),
+        viewers: paths,
+    }
+}
+
+fn viewer_path(v: &ViewerShared, f: &FlowFigures) -> ViewerPath {
+    let link = f.link.unwrap_or_default();
+    ViewerPath {
+        viewer: v.id,
+        protocol: v.protocol.name().to_string(),
+        bandwidth_mbps: link.rate_bytes_per_s as f64 * 8.0 / 1e6,
+        min_rtt_ms: link.min_rtt_us as f64 / 1000.0,
+        inflight_bytes: link.inflight_bytes,
+        budget_bytes: link.budget_bytes,
+        transport_rtt_ms: f.path.map(|p| p.rtt_us as f64 / 1000.0),
+        cwnd_bytes: f.path.map(|p| p.cwnd_bytes),
+        lost_packets: f.path.map(|p| p.lost_packets),
+        sent_packets: f.path.map(|p| p.sent_packets),
+        skipped: f.stats.skipped,
+        rebased: f.stats.rebased,
+        bases_missing: f.stats.bases_missing,
     }
 }
 

@@ -12,6 +12,15 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// Payloads up to this size are copied behind their header so both go out in one write.
 const COALESCE_MAX: usize = 64 * 1024;
 
+/// What a transport that measures its path (QUIC's congestion controller) says of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathFigures {
+    pub rtt_us: u64,
+    pub cwnd_bytes: u64,
+    pub lost_packets: u64,
+    pub sent_packets: u64,
+}
+
 pub trait Transport: Send {
     /// Bytes the viewer sent (0 when it closed). Must be cancel-safe: the session waits on it
     /// beside frames and timers.
@@ -21,6 +30,10 @@ pub trait Transport: Send {
     ) -> impl Future<Output = io::Result<usize>> + Send + 'a;
     /// Writes one transmit, whole.
     fn send<'a>(&'a mut self, t: Transmit) -> impl Future<Output = io::Result<()>> + Send + 'a;
+    /// The path's figures, for a transport that measures them.
+    fn path(&self) -> Option<PathFigures> {
+        None
+    }
 }
 
 /// Everything in order on one byte stream.

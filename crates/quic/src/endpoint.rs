@@ -46,7 +46,38 @@ pub fn server_endpoint(id: &Identity, addr: SocketAddr) -> anyhow::Result<quinn:
     let crypto = QuicServerConfig::try_from(tls).context("QUIC TLS settings")?;
     let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     cfg.transport_config(transport());
-    quinn::Endpoint::server(cfg, addr).with_context(|| format!("binding QUIC on {addr}"))
+    let sock = udp_socket(addr).with_context(|| format!("binding QUIC on {addr}"))?;
+    let runtime = quinn::default_runtime().context("QUIC needs a tokio runtime")?;
+    quinn::Endpoint::new(quinn::EndpointConfig::default(), Some(cfg), sock, runtime)
+        .with_context(|| format!("starting QUIC on {addr}"))
+}
+
+/// Socket buffers asked for: a frame is a burst of hundreds of packets, which the default
+/// (about 200 kB) drops on loopback before the reader wakes (measured: 5.7 % of packets lost
+/// with a colour picture).
+const UDP_BUFFER: usize = 8 << 20;
+
+/// A UDP socket on `addr` with large buffers: forced when the process may (root), else as
+/// large as the system allows.
+fn udp_socket(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    use std::os::fd::AsRawFd;
+    let sock = std::net::UdpSocket::bind(addr)?;
+    let fd = sock.as_raw_fd();
+    for (force, plain) in [
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+    ] {
+        let v = UDP_BUFFER as libc::c_int;
+        let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        let p = &v as *const libc::c_int as *const libc::c_void;
+        // SAFETY: `fd` is an open socket owned by `sock`; `p` points at a c_int of `len` bytes.
+        let forced = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, force, p, len) } == 0;
+        if !forced {
+            // SAFETY: as above.
+            unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, plain, p, len) };
+        }
+    }
+    Ok(sock)
 }
 
 /// A viewer endpoint that accepts only a host whose certificate has `pin`.
@@ -61,7 +92,10 @@ pub fn client_endpoint(pin: Fingerprint) -> anyhow::Result<quinn::Endpoint> {
     let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
     cfg.transport_config(transport());
     let bind: SocketAddr = "0.0.0.0:0".parse().expect("literal");
-    let mut e = quinn::Endpoint::client(bind).context("opening a UDP socket")?;
+    let sock = udp_socket(bind).context("opening a UDP socket")?;
+    let runtime = quinn::default_runtime().context("QUIC needs a tokio runtime")?;
+    let mut e = quinn::Endpoint::new(quinn::EndpointConfig::default(), None, sock, runtime)
+        .context("starting QUIC")?;
     e.set_default_client_config(cfg);
     Ok(e)
 }

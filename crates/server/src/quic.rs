@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use framewire_mirror::Transport;
+use framewire_mirror::{PathFigures, Transport};
 use framewire_net::Gate;
 use framewire_quic::codes;
 use framewire_session::Transmit;
@@ -125,6 +125,16 @@ impl Transport for QuicTransport {
         }
         self.frames.push_back(s);
         Ok(())
+    }
+
+    fn path(&self) -> Option<PathFigures> {
+        let s = self.conn.stats();
+        Some(PathFigures {
+            rtt_us: s.path.rtt.as_micros() as u64,
+            cwnd_bytes: s.path.cwnd,
+            lost_packets: s.path.lost_packets,
+            sent_packets: s.path.sent_packets,
+        })
     }
 }
 

@@ -192,10 +192,17 @@ impl<W: Wire> HostSession<W> {
     /// empty slice to read them at once.
     pub fn new(wire: W, reader: ViewerReader, cfg: HostConfig) -> Self {
         let pings = matches!(reader, ViewerReader::V1(_)).then(PingSchedule::new);
+        let mut flow =
+            ViewerFlow::new(cfg.limit, cfg.ack_timeout_us).with_refresh(cfg.refresh_every);
+        if wire.names_bases() {
+            // A viewer that survives lost frames is one that may be across a real network:
+            // its bytes in flight follow the path's delivery rate.
+            flow = flow.with_byte_budget();
+        }
         HostSession {
             wire,
             reader,
-            flow: ViewerFlow::new(cfg.limit, cfg.ack_timeout_us).with_refresh(cfg.refresh_every),
+            flow,
             offset: ClockOffset::new(),
             pings,
             sent: VecDeque::with_capacity(SENT_LOG),
@@ -218,6 +225,11 @@ impl<W: Wire> HostSession<W> {
     /// The viewer's flow figures (frames planned, skipped, keyframes, ACK timeouts, …).
     pub fn flow_stats(&self) -> ViewerFlowStats {
         self.flow.stats()
+    }
+
+    /// What the delivery-rate estimator believes of the path (viewers with named bases).
+    pub fn link_estimate(&self) -> Option<framewire_flow::LinkEstimate> {
+        self.flow.link_estimate()
     }
 
     /// Its recent round-trip times (µs).
@@ -355,7 +367,8 @@ impl<W: Wire> HostSession<W> {
             self.bases.repaired_at = f.seq;
         }
         if let Some(id) = out.ack_id {
-            self.flow.on_sent(id, now);
+            let bytes = self.head.len() + out.payload.as_ref().map_or(0, |p| p.len());
+            self.flow.on_sent(id, bytes as u64, now);
             if self.sent.len() >= SENT_LOG {
                 self.sent.pop_front();
             }
@@ -473,6 +486,7 @@ impl<W: Wire> HostSession<W> {
                 ..
             } => {
                 self.offset.sample(ping_sent_us, reply_us, now);
+                self.flow.on_path_rtt(now.saturating_sub(ping_sent_us), now);
             }
             Packet::Goodbye { code, reason } => {
                 self.events.push_back(Event::ViewerLeft { code, reason });

@@ -13,7 +13,7 @@ mod window;
 
 pub use counters::{Counter, CounterRegistry, CounterSet, Family, Visit};
 pub use log_limit::{LogLimit, SharedLogLimit};
-pub use report::{format_daylight_latency, LatencyReport, StageSummary};
+pub use report::{format_daylight_latency, LatencyReport, StageSummary, ViewerPath};
 pub use stages::{observe_us, StageHistograms};
 pub use window::SampleWindow;
 

@@ -55,6 +55,30 @@ pub struct LatencyReport {
     pub unchanged_frames: u64,
     pub skipped_frames: u64,
     pub counters: Vec<(String, u64)>,
+    /// Each connected viewer's path, as its session and transport see it.
+    #[serde(default)]
+    pub viewers: Vec<ViewerPath>,
+}
+
+/// One viewer's path: what its delivery-rate estimate and its transport (QUIC) say.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ViewerPath {
+    pub viewer: u64,
+    pub protocol: String,
+    /// Delivery rate estimated from its ACKs (0 before the first, or without a byte budget).
+    pub bandwidth_mbps: f64,
+    pub min_rtt_ms: f64,
+    pub inflight_bytes: u64,
+    pub budget_bytes: u64,
+    /// The transport's smoothed RTT, congestion window and packets (QUIC only).
+    pub transport_rtt_ms: Option<f64>,
+    pub cwnd_bytes: Option<u64>,
+    pub lost_packets: Option<u64>,
+    pub sent_packets: Option<u64>,
+    /// Frames skipped for it, deltas made against a picture it held, frames whose base it lost.
+    pub skipped: u64,
+    pub rebased: u64,
+    pub bases_missing: u64,
 }
 
 /// The reply of the Daylight `LATENCY` verb, with its exact keys, then framewire's extra keys.

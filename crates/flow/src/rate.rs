@@ -1,0 +1,268 @@
+//! How many bytes a viewer may have in flight, from what its ACKs show the path delivers:
+//! about one frame beyond the bandwidth-delay product, so frames never queue in the network
+//! (or in a transport's send buffer) behind older ones; when content needs more than the path
+//! carries, frames are skipped (newest wins) instead of queued, and the frame rate falls.
+//!
+//! - **Delivery rate**, sampled at each ACK as a congestion controller samples it (BBR's rate
+//!   sample): the bytes acknowledged between a frame's send and its ACK, over the time since
+//!   the acknowledgement that preceded its send. The estimate is the largest sample of the last
+//!   [`RATE_WINDOW_US`], so a quiet moment (a frame smaller than the path) does not lower it.
+//! - **Minimum RTT** over the last [`MIN_RTT_WINDOW_US`]: the path without queues, from small
+//!   packets (the session's pings, [`DeliveryRate::on_path_rtt`]). A frame's ACK also waits
+//!   for the frame itself to cross the path, so frames' round trips are used only until a
+//!   ping has come back.
+//! - **Budget** = the larger of twice the bandwidth-delay product and the product plus the
+//!   largest recent frame; another frame may go while less than that is in flight. When the
+//!   path limits, frames are as large as the product or larger, and at most about one frame
+//!   waits beyond it. When frames are small, the samples show only what was sent; twice the
+//!   product lets the samples, and so the budget, grow each round trip (a congestion window's
+//!   gain of 2) until the path, not the content, limits them.
+//!
+//! Before the first ACK there is no estimate: at most [`FIRST_FRAMES`] frames go, so a path
+//! slower than the content is not flooded before it has been measured.
+
+use std::collections::VecDeque;
+
+/// The delivery-rate estimate is the largest sample this recent (µs).
+pub const RATE_WINDOW_US: u64 = 2_000_000;
+/// The minimum RTT is the smallest of this recent (µs).
+pub const MIN_RTT_WINDOW_US: u64 = 10_000_000;
+/// Frames that may be in flight before the first ACK.
+pub const FIRST_FRAMES: usize = 2;
+/// Frames whose size sets the "one frame" allowance.
+const RECENT_FRAMES: usize = 30;
+/// Frames sent and not yet acknowledged that are remembered; the in-flight limit keeps far
+/// fewer in flight. Beyond, the oldest is forgotten (counted as settled).
+const SENT_MAX: usize = 64;
+
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    id: u64,
+    bytes: u64,
+    at_us: u64,
+    /// Bytes acknowledged, and when the last of them was, as this one was sent.
+    delivered: u64,
+    delivered_at_us: u64,
+}
+
+/// What the estimator believes of the path (for `/metrics` and `framewire latency`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkEstimate {
+    /// Delivery rate, bytes per second (0 before the first sample).
+    pub rate_bytes_per_s: u64,
+    pub min_rtt_us: u64,
+    pub inflight_bytes: u64,
+    /// Bytes allowed in flight (0: no byte budget yet).
+    pub budget_bytes: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryRate {
+    sent: VecDeque<Sent>,
+    delivered: u64,
+    delivered_at_us: u64,
+    /// (time, bytes per second), newest last.
+    rates: VecDeque<(u64, u64)>,
+    /// (time, µs), newest last: small packets' round trips, and frames'.
+    rtts: VecDeque<(u64, u64)>,
+    frame_rtts: VecDeque<(u64, u64)>,
+    frames: VecDeque<u64>,
+    inflight: u64,
+}
+
+impl DeliveryRate {
+    /// A frame of `bytes` was sent as `id` at `now`.
+    pub fn on_sent(&mut self, id: u64, bytes: u64, now: u64) {
+        if self.sent.len() >= SENT_MAX {
+            if let Some(old) = self.sent.pop_front() {
+                self.inflight = self.inflight.saturating_sub(old.bytes);
+            }
+        }
+        if self.sent.is_empty() {
+            // Nothing was in flight: the time since the last ACK is idle, not delivery.
+            self.delivered_at_us = now;
+        }
+        self.sent.push_back(Sent {
+            id,
+            bytes,
+            at_us: now,
+            delivered: self.delivered,
+            delivered_at_us: self.delivered_at_us,
+        });
+        self.inflight += bytes;
+        if self.frames.len() >= RECENT_FRAMES {
+            self.frames.pop_front();
+        }
+        self.frames.push_back(bytes);
+    }
+
+    /// The viewer acknowledged `id` at `now`; frames sent before it are settled (lost or
+    /// overtaken) and do not count as delivered.
+    pub fn on_ack(&mut self, id: u64, now: u64) {
+        let Some(pos) = self.sent.iter().position(|s| s.id == id) else {
+            return;
+        };
+        for s in self.sent.drain(..pos) {
+            self.inflight = self.inflight.saturating_sub(s.bytes);
+        }
+        let s = self.sent.pop_front().expect("found above");
+        self.inflight = self.inflight.saturating_sub(s.bytes);
+        self.delivered += s.bytes;
+        self.delivered_at_us = now;
+        let interval = now.saturating_sub(s.delivered_at_us).max(1);
+        let rate = (self.delivered - s.delivered) * 1_000_000 / interval;
+        push_window(&mut self.rates, now, rate, RATE_WINDOW_US);
+        let rtt = now.saturating_sub(s.at_us);
+        push_window(&mut self.frame_rtts, now, rtt, MIN_RTT_WINDOW_US);
+    }
+
+    /// A small packet's round trip (a ping's), `rtt_us`, measured at `now`.
+    pub fn on_path_rtt(&mut self, rtt_us: u64, now: u64) {
+        push_window(&mut self.rtts, now, rtt_us, MIN_RTT_WINDOW_US);
+    }
+
+    /// Frames given up on (an ACK timeout): no longer in flight.
+    pub fn forget_before(&mut self, id: u64) {
+        while self.sent.front().is_some_and(|s| s.id < id) {
+            let s = self.sent.pop_front().expect("front exists");
+            self.inflight = self.inflight.saturating_sub(s.bytes);
+        }
+    }
+
+    pub fn estimate(&self) -> LinkEstimate {
+        let rate = self.rates.iter().map(|&(_, r)| r).max().unwrap_or(0);
+        let rtts = if self.rtts.is_empty() {
+            &self.frame_rtts
+        } else {
+            &self.rtts
+        };
+        let min_rtt = rtts.iter().map(|&(_, r)| r).min().unwrap_or(0);
+        let budget = if rate == 0 {
+            0
+        } else {
+            let frame = self.frames.iter().copied().max().unwrap_or(0);
+            let bdp = (rate as u128 * min_rtt as u128 / 1_000_000) as u64;
+            (2 * bdp).max(bdp + frame)
+        };
+        LinkEstimate {
+            rate_bytes_per_s: rate,
+            min_rtt_us: min_rtt,
+            inflight_bytes: self.inflight,
+            budget_bytes: budget,
+        }
+    }
+
+    /// Whether another frame may go: less than the budget is in flight (before the first
+    /// ACK, fewer than [`FIRST_FRAMES`] frames).
+    pub fn has_room(&self) -> bool {
+        match self.estimate().budget_bytes {
+            0 => self.sent.len() < FIRST_FRAMES,
+            b => self.inflight < b,
+        }
+    }
+}
+
+/// Adds a sample at `now` and forgets those older than `window`.
+fn push_window(w: &mut VecDeque<(u64, u64)>, now: u64, v: u64, window: u64) {
+    w.push_back((now, v));
+    while w
+        .front()
+        .is_some_and(|&(t, _)| now.saturating_sub(t) > window)
+    {
+        w.pop_front();
+    }
+    // Bounded by the ACK rate over the window; keep a hard cap all the same.
+    while w.len() > 4096 {
+        w.pop_front();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path of `rate` bytes/s and `rtt` µs, fed frames of `frame` bytes every `every` µs
+    /// whenever the estimator has room: returns (frames sent, the estimate at the end, the
+    /// largest queueing delay a frame saw).
+    fn drive(rate: u64, rtt: u64, frame: u64, every: u64, secs: u64) -> (u64, LinkEstimate, u64) {
+        let mut d = DeliveryRate::default();
+        // The path: a FIFO at `rate`; each frame is acknowledged when its last byte has crossed
+        // plus the round trip.
+        let mut link_free_at = 0u64;
+        let mut acks: VecDeque<(u64, u64)> = VecDeque::new();
+        let (mut sent, mut id, mut worst_queue) = (0, 0, 0);
+        let mut t = 0;
+        while t < secs * 1_000_000 {
+            if t % 100_000 == 0 {
+                // A ping every 100 ms: it queues behind frames on the path too.
+                let wait = link_free_at.saturating_sub(t);
+                d.on_path_rtt(rtt + wait, t + rtt + wait);
+            }
+            while acks.front().is_some_and(|&(at, _)| at <= t) {
+                let (at, i) = acks.pop_front().unwrap();
+                d.on_ack(i, at);
+            }
+            if t % every == 0 && d.has_room() {
+                let start = link_free_at.max(t);
+                worst_queue = worst_queue.max(start - t);
+                link_free_at = start + frame * 1_000_000 / rate;
+                acks.push_back((link_free_at + rtt, id));
+                d.on_sent(id, frame, t);
+                id += 1;
+                sent += 1;
+            }
+            t += 1_000;
+        }
+        (sent, d.estimate(), worst_queue)
+    }
+
+    #[test]
+    fn a_fast_path_takes_every_frame() {
+        // 12.5 MB/s, 80 ms: 60 frames of 10 kB a second need 0.6 MB/s.
+        let (sent, e, queue) = drive(12_500_000, 80_000, 10_000, 16_000, 4);
+        // The first round trips ramp up from two frames in flight; then every frame goes.
+        assert!(sent >= 240, "sent {sent} of 250: {e:?}");
+        assert!(queue <= 1_000, "no queue: {queue} µs");
+    }
+
+    #[test]
+    fn a_slow_path_sheds_frames_and_keeps_the_queue_to_about_one_frame() {
+        // 1.25 MB/s (10 Mbit/s), 20 ms, frames of 100 kB at 60 fps (6 MB/s wanted).
+        let (rate, frame) = (1_250_000u64, 100_000u64);
+        let (sent, e, queue) = drive(rate, 20_000, frame, 16_000, 6);
+        let wanted = 6 * 1_000_000 / 16_000;
+        assert!(sent < wanted / 3, "frames shed: sent {sent} of {wanted}");
+        // The path stays busy: at least 80 % of its capacity is used.
+        assert!(sent * frame >= rate * 6 * 8 / 10, "sent {sent}: {e:?}");
+        // Queueing stays near one frame's time on the path (80 ms here), not seconds.
+        let one_frame = frame * 1_000_000 / rate;
+        assert!(
+            queue <= 2 * one_frame,
+            "queue {queue} µs, one frame {one_frame} µs"
+        );
+        let r = e.rate_bytes_per_s;
+        assert!(
+            r >= rate * 8 / 10 && r <= rate * 12 / 10,
+            "estimate {r} of {rate}"
+        );
+        assert!(e.min_rtt_us >= 20_000, "{e:?}");
+    }
+
+    #[test]
+    fn two_frames_before_the_first_ack() {
+        let mut d = DeliveryRate::default();
+        assert!(d.has_room());
+        d.on_sent(1, 1_000_000, 0);
+        assert!(d.has_room());
+        d.on_sent(2, 1_000_000, 1);
+        assert!(!d.has_room(), "two frames before the first ACK");
+        assert_eq!(d.estimate().budget_bytes, 0);
+        assert_eq!(d.estimate().inflight_bytes, 2_000_000);
+        d.on_ack(2, 10_000);
+        assert_eq!(
+            d.estimate().inflight_bytes,
+            0,
+            "the ACK settles frame 1 too"
+        );
+    }
+}

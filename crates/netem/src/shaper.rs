@@ -1,0 +1,82 @@
+//! Rate limits with the kernel's token bucket filter (`tbf`) on the sending side's TUN device:
+//! packets queue in the sender's own stack, so TCP sees real back-pressure, and the relay reads
+//! them at the shaped rate.
+
+use crate::cmd;
+use crate::error::NetemError;
+
+/// The tbf queue holds at most this much time's worth of packets at the rate (tbf's `latency`
+/// turns into a byte limit of rate × latency + burst); beyond it, tbf drops. 100 ms keeps the
+/// queue bounded without making a shaped link a bufferbloated one.
+pub const LATENCY_MS: u64 = 100;
+
+/// Smallest bucket: two full-size (1500-byte) packets, so an MTU-sized packet always fits.
+pub const MIN_BURST_BYTES: u64 = 3000;
+
+/// The bucket size for `kbit`: 10 ms worth of the rate (a sender can run ahead of the rate by
+/// 10 ms, as on a real link with a small buffer), at least [`MIN_BURST_BYTES`].
+pub fn burst_bytes(kbit: u64) -> u64 {
+    // kbit/s × 1000 / 8 = bytes/s; / 100 = bytes per 10 ms.
+    (kbit.saturating_mul(1000) / 8 / 100).max(MIN_BURST_BYTES)
+}
+
+/// The `tc` arguments that set (or replace) the limit on `dev` in namespace `ns`.
+pub fn tbf_args(ns: &str, dev: &str, kbit: u64) -> Vec<String> {
+    [
+        "-n",
+        ns,
+        "qdisc",
+        "replace",
+        "dev",
+        dev,
+        "root",
+        "tbf",
+        "rate",
+        &format!("{kbit}kbit"),
+        "burst",
+        &burst_bytes(kbit).to_string(),
+        "latency",
+        &format!("{LATENCY_MS}ms"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Sets the limit on `dev` in `ns` to `kbit`, or removes it for `None` (`had_limit` says
+/// whether one was set, since deleting a qdisc that is not there is an error).
+pub fn apply(ns: &str, dev: &str, kbit: Option<u64>, had_limit: bool) -> Result<(), NetemError> {
+    match kbit {
+        Some(kbit) => {
+            let args = tbf_args(ns, dev, kbit);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            cmd::run("tc", &args)?;
+        }
+        None if had_limit => {
+            cmd::run("tc", &["-n", ns, "qdisc", "del", "dev", dev, "root"])?;
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn burst_is_ten_ms_of_rate_with_a_floor() {
+        assert_eq!(burst_bytes(10_000), 12_500);
+        assert_eq!(burst_bytes(100_000), 125_000);
+        assert_eq!(burst_bytes(1_000), MIN_BURST_BYTES);
+        assert_eq!(burst_bytes(u64::MAX), u64::MAX / 8 / 100);
+    }
+
+    #[test]
+    fn args_spell_a_tbf_replace() {
+        assert_eq!(
+            tbf_args("ns1", "fw0", 10_000).join(" "),
+            "-n ns1 qdisc replace dev fw0 root tbf rate 10000kbit burst 12500 latency 100ms"
+        );
+    }
+}
