@@ -265,7 +265,8 @@ impl RecvClock {
     }
     /// A packet completed at `now`; returns its receive time.
     fn packet_done(&mut self, now: u64, more_pending: bool) -> u64 {
-        let r = now - self.0.unwrap_or(now);
+        // A unit (QUIC) may have arrived before bytes counted since: its time is not known.
+        let r = now.saturating_sub(self.0.unwrap_or(now));
         self.0 = more_pending.then_some(now);
         r
     }

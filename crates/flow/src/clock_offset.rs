@@ -35,6 +35,11 @@ impl ClockOffset {
         self.recent.iter().min_by_key(|s| s.0).map(|s| s.1)
     }
 
+    /// The smallest round trip of the recent exchanges (µs), if any completed.
+    pub fn min_rtt_us(&self) -> Option<u64> {
+        self.recent.iter().map(|s| s.0).min()
+    }
+
     /// Converts a remote timestamp to the local clock.
     pub fn to_local(&self, remote_us: u64) -> Option<u64> {
         self.offset_us()

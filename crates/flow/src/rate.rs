@@ -12,7 +12,7 @@
 //!   for the frame itself to cross the path, so frames' round trips are used only until a
 //!   ping has come back.
 //! - **Budget** = the larger of twice the bandwidth-delay product and the product plus the
-//!   largest recent frame; another frame may go while less than that is in flight. When the
+//!   largest recent frame (and at least four frames when they are small, up to 64 kB); another frame may go while less than that is in flight. When the
 //!   path limits, frames are as large as the product or larger, and at most about one frame
 //!   waits beyond it. When frames are small, the samples show only what was sent; twice the
 //!   product lets the samples, and so the budget, grow each round trip (a congestion window's
@@ -29,6 +29,10 @@ pub const RATE_WINDOW_US: u64 = 2_000_000;
 pub const MIN_RTT_WINDOW_US: u64 = 10_000_000;
 /// Frames that may be in flight before the first ACK.
 pub const FIRST_FRAMES: usize = 2;
+/// Small frames (typing, a cursor) may have up to four in flight within this many bytes,
+/// whatever the estimate: when frames are tiny, the samples measure the content, not the path,
+/// and a lost packet's retransmission would otherwise hold the next frames back.
+const SMALL_FRAMES_FLOOR: u64 = 64 * 1024;
 /// Frames whose size sets the "one frame" allowance.
 const RECENT_FRAMES: usize = 30;
 /// Frames sent and not yet acknowledged that are remembered; the in-flight limit keeps far
@@ -142,7 +146,9 @@ impl DeliveryRate {
         } else {
             let frame = self.frames.iter().copied().max().unwrap_or(0);
             let bdp = (rate as u128 * min_rtt as u128 / 1_000_000) as u64;
-            (2 * bdp).max(bdp + frame)
+            (2 * bdp)
+                .max(bdp + frame)
+                .max((4 * frame).min(SMALL_FRAMES_FLOOR))
         };
         LinkEstimate {
             rate_bytes_per_s: rate,

@@ -16,11 +16,14 @@ use framewire_proto::ProtoError;
 
 use crate::wire_v1::codec_from_wire;
 
-/// How long a frame whose base has not arrived is held for it before it is reported missing:
-/// with one transport stream per frame, a small frame overtakes a large one, and a lost packet
-/// of the base comes back after about a round trip. Holding it costs that frame up to this
-/// much; reporting it at once costs a round trip and a delta against an older picture.
+/// How long a frame whose base has not arrived is held for it before it is reported missing,
+/// at least: with one transport stream per frame, a small frame overtakes a large one, and a
+/// lost packet of the base comes back after one to two round trips (QUIC's loss detection),
+/// so the wait is also at least [`BASE_WAIT_RTTS`] round trips (from the pings). Holding a
+/// frame costs it that wait; reporting it missing costs a round trip and a larger delta
+/// against an older picture, and more bytes on a path that is already losing packets.
 pub const BASE_WAIT_US: u64 = 25_000;
+pub const BASE_WAIT_RTTS: u64 = 2;
 /// Frames held at once waiting for their base; beyond, the oldest is reported missing.
 const WAITING_MAX: usize = 4;
 
@@ -223,8 +226,9 @@ impl ViewerSession {
         match (seq, base) {
             // Its base has not arrived yet (the picture held is another valid one): wait.
             (Some(seq), Some(base)) if self.sum.is_some() && self.sum != Some(base) => {
+                let rtt = self.offset.min_rtt_us().unwrap_or(0);
                 self.waiting.push(Waiting {
-                    until: recv_us + BASE_WAIT_US,
+                    until: recv_us + BASE_WAIT_US.max(BASE_WAIT_RTTS * rtt),
                     recv_us,
                     seq,
                     base,
