@@ -80,6 +80,9 @@ pub enum Bench {
     Codec(BenchCodecArgs),
     /// Loopback end-to-end latency (capture → applied) with several viewers.
     E2e(BenchE2eArgs),
+    /// framewire across emulated networks (two network namespaces, a user-space relay for
+    /// delay and loss, tbf for the rate): QUIC beside TCP, cell by cell. Needs root.
+    Net(BenchNetArgs),
     /// Shared-memory transport between processes: µs per message for routes and channels,
     /// ping-pong latency, frame throughput, futex syscalls per message.
     Ipc(BenchIpcArgs),
@@ -152,6 +155,37 @@ pub struct BenchCodecArgs {
     pub resolutions: Option<String>,
     #[arg(long, value_enum, default_value = "lz4")]
     pub codec: CodecArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Clone)]
+pub struct BenchNetArgs {
+    /// Link rates in Mbit/s, or `unlimited`.
+    #[arg(long, default_value = "unlimited,50,10")]
+    pub rates: String,
+    /// Round-trip times in ms (half each way).
+    #[arg(long, default_value = "1,20,80")]
+    pub rtts: String,
+    /// Packet loss in percent, both ways.
+    #[arg(long, default_value = "0,1,5")]
+    pub losses: String,
+    /// Content: typing, scroll, video (the full-frame moving scene).
+    #[arg(long, default_value = "typing,scroll,video")]
+    pub contents: String,
+    /// Transports compared in each cell.
+    #[arg(long, default_value = "quic,tcp")]
+    pub transports: String,
+    #[arg(long, default_value = "balanced")]
+    pub resolution: String,
+    #[arg(long, default_value_t = 60)]
+    pub fps: u32,
+    /// Seconds measured per cell (after a 1.5 s warm-up).
+    #[arg(long, default_value_t = 4.0)]
+    pub seconds: f64,
+    /// Seed of the relay's loss draws (cell i uses seed + i).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
     #[arg(long)]
     pub json: bool,
 }

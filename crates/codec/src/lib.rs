@@ -21,4 +21,4 @@ pub mod tune;
 
 pub use block::{BlockCodec, CodecError};
 pub use encoder::{Encoded, EncodedKind, HostEncoder, KeyframeReason, SharedPicture};
-pub use picture::{ApplyError, Picture};
+pub use picture::{ApplyError, Picture, Saved};

@@ -44,6 +44,15 @@ pub struct Picture {
     pending: Pending,
 }
 
+/// A copy of a picture ([`Picture::save`]).
+#[derive(Debug, Default, Clone)]
+pub struct Saved {
+    store: Vec<u8>,
+    hashes: Vec<u64>,
+    top: usize,
+    size: (u32, u32),
+}
+
 enum Pending {
     Nothing,
     Keyframe,
@@ -116,6 +125,31 @@ impl Picture {
         pixels.len() == self.store.len()
             && &pixels[..head.len()] == head
             && &pixels[head.len()..] == tail
+    }
+
+    /// Copies the valid picture into `into` (its buffers reused), to be restored later: a
+    /// viewer keeps the pictures a host may still make deltas against.
+    pub fn save(&self, into: &mut Saved) {
+        into.store.clear();
+        into.store.extend_from_slice(&self.store);
+        into.hashes.clear();
+        into.hashes.extend_from_slice(&self.hashes);
+        into.top = self.top;
+        into.size = (self.width, self.height);
+    }
+
+    /// Makes the picture the one saved (of the same size), valid.
+    pub fn restore(&mut self, from: &Saved) -> bool {
+        if from.size != (self.width, self.height) || from.store.len() != self.store.len() {
+            return false;
+        }
+        self.store.copy_from_slice(&from.store);
+        self.hashes.clear();
+        self.hashes.extend_from_slice(&from.hashes);
+        self.top = from.top;
+        self.valid = true;
+        self.pending = Pending::Nothing;
+        true
     }
 
     /// Reallocates for a new size; the picture is invalid until the next keyframe.

@@ -16,10 +16,12 @@ use framewire_telemetry::SampleWindow;
 use crate::{DeliveryRate, InflightLimit, LinkEstimate};
 
 /// The frame-count limit of a viewer whose bytes in flight are budgeted from its delivery rate
-/// (the byte budget is the real limit; this only bounds the bookkeeping).
+/// (the byte budget is the real limit). At most 8: such a viewer keeps its last 10 pictures,
+/// and deltas are made against the newest it acknowledged, which is at most this many frames
+/// behind.
 const BUDGETED_LIMIT: InflightLimit = InflightLimit {
     min: 2,
-    max: 16,
+    max: 8,
     budget_ms: 1000.0,
     initial_rtt_ms: 15.0,
 };
@@ -63,6 +65,10 @@ pub struct Bases {
     pub reference: Option<u64>,
     /// The newest picture the viewer acknowledged applying.
     pub acknowledged: Option<u64>,
+    /// Make every delta against the acknowledged picture, when the picture planned before is
+    /// not acknowledged yet (the viewer keeps the pictures it applied): a frame then never
+    /// waits for one before it that was lost or is late.
+    pub prefer_acknowledged: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -324,6 +330,11 @@ impl ViewerFlow {
             Plan::Unchanged
         } else if f.keyframe {
             Plan::Keyframe { forced: false }
+        } else if let Some(a) = bases
+            .acknowledged
+            .filter(|&a| bases.prefer_acknowledged && Some(a) != self.reference)
+        {
+            rebase(Some(a))
         } else if f.delta_base.is_some() && f.delta_base == self.reference {
             if self.refresh_every > 0 && self.deltas_since_key >= self.refresh_every {
                 self.stats.refresh_keyframes += 1;

@@ -11,7 +11,8 @@ mod view;
 
 use clap::Parser;
 use framewire_bench::{
-    codec as bench_codec, e2e as bench_e2e, ipc as bench_ipc, loadgen, x11 as bench_x11,
+    codec as bench_codec, e2e as bench_e2e, ipc as bench_ipc, loadgen, net as bench_net,
+    x11 as bench_x11,
 };
 
 /// mimalloc instead of glibc malloc: the sensor path allocates a few small objects per line
@@ -60,6 +61,7 @@ fn main() -> std::process::ExitCode {
             cli::Command::Ctl(a) => inspect::ctl(a).await,
             cli::Command::Bench(cli::Bench::Codec(a)) => bench_codec::run(a),
             cli::Command::Bench(cli::Bench::E2e(a)) => bench_e2e::run(a).await,
+            cli::Command::Bench(cli::Bench::Net(a)) => bench_net::run(&a),
             cli::Command::Bench(cli::Bench::Ipc(a)) => bench_ipc::run(a),
             cli::Command::Bench(cli::Bench::X11(a)) => bench_x11::run(a).await,
             cli::Command::Bench(cli::Bench::IpcWorker(a)) => bench_ipc::worker(a),

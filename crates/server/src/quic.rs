@@ -27,6 +27,8 @@ use crate::door::Door;
 /// Frame streams remembered so they can be reset when superseded: more than a viewer may have
 /// in flight.
 const OPEN_FRAMES: usize = 32;
+/// Frame streams left to finish when a newer frame supersedes them.
+const KEEP_UNRESET: usize = 2;
 /// How long a new connection has to open its control stream.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a finished session's connection stays open for its last bytes to arrive.
@@ -109,8 +111,11 @@ impl Transport for QuicTransport {
             return Ok(());
         }
         if t.independent {
-            // Streams already delivered (or reset) refuse, which is fine.
-            for mut s in self.frames.drain(..) {
+            // The older frames are superseded: the viewer drops any that arrives after this
+            // one. The newest few stay, so a path slower than a frame interval still delivers
+            // whole frames. Streams already delivered (or reset) refuse, which is fine.
+            let old = self.frames.len().saturating_sub(KEEP_UNRESET);
+            for mut s in self.frames.drain(..old) {
                 let _ = s.reset(VarInt::from_u32(codes::SUPERSEDED));
             }
         }

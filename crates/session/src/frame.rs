@@ -90,6 +90,7 @@ pub struct SourceFrame {
     /// Keyframes of this frame made on demand (new or recovering viewers), at most once per
     /// codec.
     keyframes: [OnceLock<Bytes>; 3],
+    hashes: OnceLock<Vec<u64>>,
 }
 
 impl std::ops::Deref for SourceFrame {
@@ -115,6 +116,7 @@ impl SourceFrame {
             payload,
             full_deltas: Default::default(),
             keyframes: Default::default(),
+            hashes: OnceLock::new(),
         }
     }
 
@@ -200,12 +202,35 @@ impl SourceFrame {
         Some((d.clone(), fresh))
     }
 
-    /// This frame as a full-frame XOR delta against `base`'s picture (of the same size), in
-    /// `codec`: made for one viewer, which holds `base` (named bases).
-    pub fn delta_from(&self, base: &SourceFrame, codec: BlockCodec) -> Bytes {
-        let mut x = vec![0u8; self.grey.len()];
-        framewire_codec::delta::xor_into(&base.grey, &self.grey, &mut x);
-        compress(codec, &x)
+    /// This frame as a row delta (a shift and the rows that differ; `framewire_codec::rows`)
+    /// against `base`'s picture (of the same size), in `codec`, and the size its rows decode
+    /// to: made for one viewer, which holds `base` (named bases).
+    pub fn rows_delta_from(&self, base: &SourceFrame, codec: BlockCodec) -> (Bytes, usize) {
+        let w = self.width as usize;
+        let plan = framewire_codec::rows::plan(base.row_hashes(), self.row_hashes());
+        let (mut scratch, mut out) = (Vec::new(), Vec::new());
+        // Only inputs over 2 GiB make LZ4/zstd fail; frames are bounded far below that.
+        framewire_codec::rows::encode(
+            &base.grey,
+            &self.grey,
+            w,
+            &plan,
+            codec,
+            &mut scratch,
+            &mut out,
+        )
+        .expect("compressing a bounded in-memory frame");
+        (Bytes::from(out), plan.rows() * w)
+    }
+
+    /// The hash of each row of the picture, made on first use (for deltas against pictures
+    /// other than the one before).
+    pub fn row_hashes(&self) -> &[u64] {
+        self.hashes.get_or_init(|| {
+            let mut h = Vec::new();
+            framewire_codec::checksum::row_hashes(&self.grey, self.width as usize, &mut h);
+            h
+        })
     }
 
     /// This frame as a keyframe in `codec`: the shared payload when it is one, else compressed

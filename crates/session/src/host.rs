@@ -33,7 +33,7 @@ const CONTROL_QUEUE: usize = 64;
 /// Frames sent to a viewer with named bases and not yet acknowledged, kept so the one it
 /// acknowledges can be the base of a later delta. The in-flight limit keeps it below this; a
 /// viewer that never ACKs costs at most this many pictures.
-const RETAINED: usize = 8;
+const RETAINED: usize = 16;
 
 /// How the host treats this viewer.
 #[derive(Debug, Clone)]
@@ -141,7 +141,7 @@ struct Retained {
     acknowledged: Option<Arc<SourceFrame>>,
     /// The frame a planned rebased delta is made against, and the delta once made.
     rebase: Option<Arc<SourceFrame>>,
-    made: Arc<Mutex<Option<Bytes>>>,
+    made: Arc<Mutex<Option<(Bytes, usize)>>>,
     /// The checksum of the picture planned before the frame being sent.
     delta_base: u64,
     /// The seq of the last frame sent that depends on nothing in flight: a viewer reporting a
@@ -161,6 +161,7 @@ impl Retained {
                 .as_ref()
                 .filter(fits)
                 .map(|x| x.content_id),
+            prefer_acknowledged: true,
         }
     }
 
@@ -317,7 +318,7 @@ impl<W: Wire> HostSession<W> {
         b.rebase = Some(base.clone());
         let (made, f, codec) = (b.made.clone(), f.clone(), self.wire.codec());
         let work: Work = Box::new(move || {
-            let d = f.delta_from(&base, codec);
+            let d = f.rows_delta_from(&base, codec);
             *made.lock().unwrap_or_else(|e| e.into_inner()) = Some(d);
         });
         (plan, Some(work))
@@ -345,13 +346,15 @@ impl<W: Wire> HostSession<W> {
             Plan::Rebased { .. } => {
                 let base = self.bases.rebase.take().expect("planned with its base");
                 let made = self.bases.made.lock().map(|mut m| m.take()).ok().flatten();
-                let payload = made.unwrap_or_else(|| f.delta_from(&base, self.wire.codec()));
+                let (payload, rows) =
+                    made.unwrap_or_else(|| f.rows_delta_from(&base, self.wire.codec()));
                 independent = self
                     .bases
                     .acknowledged
                     .as_ref()
                     .is_some_and(|a| a.content_id == base.content_id);
-                self.wire.rebased(f, base.checksum, payload, &mut self.head)
+                self.wire
+                    .rebased(f, base.checksum, payload, rows, &mut self.head)
             }
             Plan::Delta => {
                 let out = self.wire.delta(f, self.bases.delta_base, &mut self.head);

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 
 use bytes::Bytes;
-use framewire_codec::Picture;
+use framewire_codec::{Picture, Saved};
 use framewire_flow::{ClockOffset, PingSchedule};
 use framewire_proto::v1::{self, AckStatus, Packet, Role};
 use framewire_proto::ProtoError;
@@ -26,6 +26,10 @@ pub const BASE_WAIT_US: u64 = 25_000;
 pub const BASE_WAIT_RTTS: u64 = 2;
 /// Frames held at once waiting for their base; beyond, the oldest is reported missing.
 const WAITING_MAX: usize = 4;
+/// Pictures kept after they were applied (named bases): a host makes deltas against the newest
+/// picture the viewer acknowledged, which is a round trip old. More than a viewer with a byte
+/// budget may have in flight.
+const KEPT: usize = 10;
 
 /// A frame unit held until its base arrives or its time is up.
 struct Waiting {
@@ -121,6 +125,8 @@ pub struct ViewerSession {
     waiting: Vec<Waiting>,
     /// Units fed and not yet taken in (they are, one at a time, as events are polled).
     units: VecDeque<(u64, Vec<Packet>)>,
+    /// Recent pictures by checksum, newest last (named bases).
+    kept: VecDeque<(u64, Saved)>,
     offset: ClockOffset,
     pings: PingSchedule,
     welcomed: bool,
@@ -157,6 +163,7 @@ impl ViewerSession {
             stale: 0,
             waiting: Vec::new(),
             units: VecDeque::new(),
+            kept: VecDeque::new(),
             offset: ClockOffset::new(),
             pings: PingSchedule::new(),
             welcomed: false,
@@ -225,7 +232,9 @@ impl ViewerSession {
         });
         match (seq, base) {
             // Its base has not arrived yet (the picture held is another valid one): wait.
-            (Some(seq), Some(base)) if self.sum.is_some() && self.sum != Some(base) => {
+            (Some(seq), Some(base))
+                if self.sum.is_some() && self.sum != Some(base) && !self.holds(base) =>
+            {
                 let rtt = self.offset.min_rtt_us().unwrap_or(0);
                 self.waiting.push(Waiting {
                     until: recv_us + BASE_WAIT_US.max(BASE_WAIT_RTTS * rtt),
@@ -274,6 +283,36 @@ impl ViewerSession {
         let w = self.waiting.remove(i);
         self.handle_packets(w.recv_us, w.packets);
         true
+    }
+
+    /// Whether a kept picture has checksum `sum`.
+    fn holds(&self, sum: u64) -> bool {
+        self.kept.iter().any(|(s, _)| *s == sum)
+    }
+
+    /// Makes the kept picture with checksum `sum` the current one.
+    fn restore(&mut self, sum: u64) -> bool {
+        let Some((_, saved)) = self.kept.iter().find(|(s, _)| *s == sum) else {
+            return false;
+        };
+        let ok = self.picture.restore(saved);
+        if ok {
+            self.sum = Some(sum);
+        }
+        ok
+    }
+
+    /// Keeps the picture just applied (checksum `sum`), reusing the oldest one's buffers.
+    fn keep(&mut self, sum: u64) {
+        if !self.named_bases || self.holds(sum) {
+            return;
+        }
+        let mut saved = match self.kept.len() >= KEPT {
+            true => self.kept.pop_front().map(|(_, s)| s).unwrap_or_default(),
+            false => Saved::default(),
+        };
+        self.picture.save(&mut saved);
+        self.kept.push_back((sum, saved));
     }
 
     fn fail(&mut self, e: ProtoError) {
@@ -367,6 +406,7 @@ impl ViewerSession {
                 self.planes = format.planes();
                 self.picture.resize(width, height * self.planes);
                 self.sum = None;
+                self.kept.clear();
                 self.events.push_back(ViewerEvent::Size { width, height });
             }
             Packet::Frame { header: h, .. } if self.stale(h.seq) => {}
@@ -377,6 +417,9 @@ impl ViewerSession {
                 capture_us,
                 checksum,
             } => {
+                if self.sum != Some(checksum) {
+                    self.restore(checksum);
+                }
                 let ok = self.picture.is_valid() && self.sum == Some(checksum);
                 // With named bases the picture is another valid one: a frame was lost.
                 let base_missing = !ok && self.named_bases && self.sum.is_some();
@@ -440,6 +483,9 @@ impl ViewerSession {
         let t0 = (self.clock)();
         if let Some(base) = h.base {
             if self.sum != Some(base) {
+                self.restore(base);
+            }
+            if self.sum != Some(base) {
                 // A frame before this one was lost: keep the picture (still valid, if there
                 // was one); the host sends one made against what this viewer acknowledged.
                 let s = Shown {
@@ -488,6 +534,9 @@ impl ViewerSession {
             t2 = (self.clock)();
             ok = self.picture.checksum() == h.checksum;
             self.sum = ok.then_some(h.checksum);
+            if ok {
+                self.keep(h.checksum);
+            }
             if !ok {
                 // Deltas cannot apply to a wrong picture: the host sends a keyframe next.
                 self.picture.invalidate();

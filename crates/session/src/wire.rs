@@ -62,13 +62,14 @@ pub trait Wire: Send + 'static {
     }
     /// The codec of this viewer's payloads.
     fn codec(&self) -> BlockCodec;
-    /// `payload`, a full-frame delta made for this viewer against the picture whose checksum
-    /// is `base` (only when [`Wire::names_bases`]).
+    /// `payload`, a row delta made for this viewer against the picture whose checksum is
+    /// `base`, whose rows decode to `raw_len` bytes (only when [`Wire::names_bases`]).
     fn rebased(
         &mut self,
         f: &SourceFrame,
         base: u64,
         payload: Bytes,
+        raw_len: usize,
         out: &mut BytesMut,
     ) -> Outgoing;
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;

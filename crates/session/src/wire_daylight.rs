@@ -85,7 +85,14 @@ impl Wire for DaylightWire {
     }
 
     /// Never planned: the app's deltas name no base.
-    fn rebased(&mut self, f: &SourceFrame, _: u64, _: Bytes, out: &mut BytesMut) -> Outgoing {
+    fn rebased(
+        &mut self,
+        f: &SourceFrame,
+        _: u64,
+        _: Bytes,
+        _: usize,
+        out: &mut BytesMut,
+    ) -> Outgoing {
         self.keyframe(f, out).0
     }
 

@@ -183,8 +183,15 @@ impl Wire for V1Wire {
         self.codec
     }
 
-    fn rebased(&mut self, f: &SourceFrame, base: u64, p: Bytes, out: &mut BytesMut) -> Outgoing {
-        let b = self.body(false, DeltaForm::Full, f.grey.len(), Some(base), &p);
+    fn rebased(
+        &mut self,
+        f: &SourceFrame,
+        base: u64,
+        p: Bytes,
+        raw_len: usize,
+        out: &mut BytesMut,
+    ) -> Outgoing {
+        let b = self.body(false, DeltaForm::Rows, raw_len, Some(base), &p);
         frame_packet(f, b, out)
     }
 

@@ -101,7 +101,11 @@ impl Viewer {
                         assert_eq!(Some(base), self.sum, "frame {} names another base", h.seq);
                     }
                     let codec = framewire_session::codec_from_wire(h.codec);
-                    self.picture.decode(h.keyframe, codec, &payload).unwrap();
+                    if h.rows {
+                        self.picture.decode_rows(codec, &payload).unwrap();
+                    } else {
+                        self.picture.decode(h.keyframe, codec, &payload).unwrap();
+                    }
                     self.picture.apply();
                     let good = self.picture.checksum() == h.checksum;
                     self.sum = good.then_some(h.checksum);

@@ -242,7 +242,13 @@ fn every_applied_picture_is_exact_under_loss_reordering_and_duplication() {
             o.frames_lost > 0,
             "seed {seed}: the link lost nothing: {o:?}"
         );
-        assert!(o.bases_missing > 0 && o.rebased > 0, "seed {seed}: {o:?}");
+        // Frames after a lost one are made against the picture the viewer acknowledged, so
+        // they apply without it: few frames ever miss their base.
+        assert!(o.rebased > 0, "seed {seed}: {o:?}");
+        assert!(
+            o.bases_missing * 20 <= o.source_frames,
+            "seed {seed}: {o:?}"
+        );
         // The picture never freezes: most frames are shown, and the last ones are.
         assert!(o.applied * 2 >= o.source_frames, "seed {seed}: only {o:?}");
         assert!(

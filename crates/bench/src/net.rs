@@ -1,0 +1,422 @@
+//! `framewire bench net`: framewire across emulated networks, QUIC beside TCP in the same run.
+//! Each cell joins two network namespaces with `framewire-netem` (a seeded user-space relay for
+//! delay and loss, `tbf` for the rate), runs a real server in one and a headless viewer in the
+//! other (one process, so both read the same clock), and reports:
+//! - capture → applied p50 and p99, through the viewer's clock-offset estimate;
+//! - frames shown per second (exact pictures only);
+//! - the time to an exact picture after a loss burst (every packet lost both ways for
+//!   [`BURST_MS`] after the measuring window, so the burst is not in the latency figures);
+//! - bytes sent (the relay's count, host → viewer, headers and retransmissions included);
+//! - per-stage times on both ends: capture, encode and send on the host, decode and apply on
+//!   the viewer; the network is the rest of capture → applied. The viewer is headless, so there
+//!   is no present stage.
+
+use std::net::SocketAddr;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use framewire_capture::{Resolution, Scene};
+use framewire_client::viewer::{run_viewer, ViewerOptions, ViewerStats};
+use framewire_netem::{in_namespace, Impairment, Link, LinkConfig};
+use framewire_server::{Protocol, Server, ServerConfig, SourceSpec};
+use framewire_telemetry::clock::now_us;
+use framewire_telemetry::{LatencyReport, SampleWindow};
+use serde::Serialize;
+
+use crate::args::BenchNetArgs;
+
+/// The loss burst in the middle of each cell.
+pub const BURST_MS: u64 = 200;
+/// Before measuring: the handshake, the first keyframe, the estimators settling.
+const WARM_UP: Duration = Duration::from_millis(1500);
+const TOKEN: &str = "bench-net-token";
+/// After the burst: long enough for TCP's retransmission timer to back off a few times.
+const RECOVERY_WAIT: Duration = Duration::from_millis(2500);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    Quic,
+    Tcp,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    pub transport: Transport,
+    /// Mbit/s; `None` unlimited.
+    pub rate_mbit: Option<u64>,
+    pub rtt_ms: u64,
+    pub loss_pct: f64,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CellResult {
+    #[serde(flatten)]
+    pub cell: Cell,
+    pub e2e_ms_p50: f64,
+    pub e2e_ms_p99: f64,
+    /// Exact pictures shown per second over the measuring window.
+    pub fps_shown: f64,
+    pub source_fps: u32,
+    /// From the end of the loss burst to the next exact picture; `None` if none came.
+    pub exact_after_burst_ms: Option<f64>,
+    pub mbytes_sent: f64,
+    pub checksum_failures: u64,
+    pub bases_missing: u64,
+    /// Host: capture, encode, send; viewer: decode, apply; the rest of capture → applied
+    /// (averages, ms).
+    pub capture_ms: f64,
+    pub encode_ms: f64,
+    pub send_ms: f64,
+    pub network_ms: f64,
+    pub decode_ms: f64,
+    pub apply_ms: f64,
+}
+
+fn scene_of(content: &str) -> anyhow::Result<Scene> {
+    match content {
+        "typing" => Ok(Scene::Typing),
+        "scroll" => Ok(Scene::Scroll),
+        "video" | "moving" => Ok(Scene::Video),
+        other => bail!("unknown content {other:?}: typing, scroll or video"),
+    }
+}
+
+/// What the viewer saw: (applied at, exact) per frame, in order.
+type Shown = Arc<Mutex<Vec<(u64, bool)>>>;
+
+fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult> {
+    let scene = scene_of(&c.content)?;
+    let res: Resolution = a.resolution.parse()?;
+    let imp = Impairment {
+        delay_us: c.rtt_ms * 1000 / 2,
+        loss: c.loss_pct / 100.0,
+        seed,
+        rate_kbit: c.rate_mbit.map(|m| m * 1000),
+        ..Impairment::default()
+    };
+    let link = Arc::new(Link::start(LinkConfig::unique("bench-net").both_ways(imp))?);
+    let host_ip = link.addr_a();
+    let (addr_tx, addr_rx) = mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (transport, fps) = (c.transport, a.fps);
+    let ns_a = link.a().to_string();
+    let cert_dir = std::env::temp_dir().join(format!("fw-bench-net-{}", std::process::id()));
+    let host = std::thread::spawn(move || -> anyhow::Result<LatencyReport> {
+        in_namespace(&ns_a, move || -> anyhow::Result<LatencyReport> {
+            let rt = tokio::runtime::Runtime::new()?;
+            rt.block_on(async move {
+                let any = SocketAddr::from((host_ip, 0));
+                let cfg = ServerConfig {
+                    source: SourceSpec::Synthetic(scene),
+                    resolution: res,
+                    fps,
+                    v1_addr: (transport == Transport::Tcp).then_some(any),
+                    quic_addr: (transport == Transport::Quic).then_some(any),
+                    quic_dir: Some(cert_dir),
+                    daylight_addr: None,
+                    token: Some(TOKEN.into()),
+                    control_socket: None,
+                    ..ServerConfig::default()
+                };
+                let s = Server::start(cfg).await?;
+                let addr = s.quic_addr.or(s.v1_addr).context("a listener")?;
+                let _ = addr_tx.send((addr, s.quic_fingerprint));
+                let _ = stop_rx.await;
+                let r = s.report();
+                s.shutdown().await;
+                Ok(r)
+            })
+        })?
+    });
+    let (addr, pin) = addr_rx
+        .recv_timeout(Duration::from_secs(20))
+        .context("the server did not start")?;
+    // The burst, after the measuring window.
+    let measure = Duration::from_secs_f64(a.seconds);
+    let burst_at = WARM_UP + measure;
+    let burst_end = Arc::new(Mutex::new(None::<u64>));
+    let burster = {
+        let (link, end) = (link.clone(), burst_end.clone());
+        std::thread::spawn(move || -> anyhow::Result<()> {
+            std::thread::sleep(burst_at);
+            let blackout = Impairment { loss: 1.0, ..imp };
+            link.set_impairment(blackout, blackout)?;
+            std::thread::sleep(Duration::from_millis(BURST_MS));
+            link.set_impairment(imp, imp)?;
+            *end.lock().unwrap_or_else(|e| e.into_inner()) = Some(now_us());
+            Ok(())
+        })
+    };
+    let stats = Arc::new(Mutex::new(ViewerStats::default()));
+    let shown: Shown = Arc::new(Mutex::new(Vec::new()));
+    let (st, sh) = (stats.clone(), shown.clone());
+    let ns_b = link.b().to_string();
+    let viewer = in_namespace(&ns_b, move || -> anyhow::Result<(ViewerStats, u64, u64)> {
+        let rt = tokio::runtime::Runtime::new()?;
+        rt.block_on(async move {
+            let mut o = ViewerOptions::new(addr.to_string(), Protocol::V1);
+            o.quic = pin.filter(|_| transport == Transport::Quic);
+            o.token = Some(TOKEN.into());
+            let sh2 = sh.clone();
+            let run = tokio::spawn(run_viewer(o, st.clone(), move |ev| {
+                let ok = ev.checksum_ok == Some(true);
+                sh2.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((now_us(), ok));
+                true
+            }));
+            tokio::time::sleep(WARM_UP).await;
+            let start = now_us();
+            {
+                let mut s = st.lock().unwrap_or_else(|e| e.into_inner());
+                s.e2e_us = SampleWindow::new(100_000);
+                s.decompress_us = SampleWindow::new(100_000);
+                s.apply_us = SampleWindow::new(100_000);
+            }
+            tokio::time::sleep(measure).await;
+            let end = now_us();
+            let figures = st.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            // The burst, then time to recover from it.
+            tokio::time::sleep(Duration::from_millis(BURST_MS) + RECOVERY_WAIT).await;
+            run.abort();
+            Ok::<_, anyhow::Error>((figures, start, end))
+        })
+    })??;
+    let _ = stop_tx.send(());
+    let report = host
+        .join()
+        .map_err(|_| anyhow::anyhow!("host thread panicked"))??;
+    burster
+        .join()
+        .map_err(|_| anyhow::anyhow!("burst thread panicked"))??;
+    let (ab, _) = link.counters();
+    let (s, start, stop) = viewer;
+    let window_s = (stop - start) as f64 / 1e6;
+    let shown = shown.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let exact = shown
+        .iter()
+        .filter(|&&(t, ok)| ok && t >= start && t < stop)
+        .count();
+    let end = *burst_end.lock().unwrap_or_else(|e| e.into_inner());
+    let recovered = end.and_then(|e| {
+        shown
+            .iter()
+            .find(|&&(t, ok)| ok && t >= e)
+            .map(|&(t, _)| (t - e) as f64 / 1000.0)
+    });
+    let ms = |w: &SampleWindow| w.avg().unwrap_or(0.0) / 1000.0;
+    let e2e_avg = ms(&s.e2e_us);
+    let (encode, send) = (report.delta_compress.avg, report.send.avg);
+    let (decode, apply) = (ms(&s.decompress_us), ms(&s.apply_us));
+    Ok(CellResult {
+        cell: c.clone(),
+        e2e_ms_p50: s.e2e_us.percentile(50.0).unwrap_or(0.0) / 1000.0,
+        e2e_ms_p99: s.e2e_us.percentile(99.0).unwrap_or(0.0) / 1000.0,
+        fps_shown: exact as f64 / window_s,
+        source_fps: a.fps,
+        exact_after_burst_ms: recovered,
+        mbytes_sent: ab.bytes_out as f64 / 1e6,
+        checksum_failures: s.checksum_failures,
+        bases_missing: s.bases_missing,
+        capture_ms: report.capture.avg,
+        encode_ms: encode,
+        send_ms: send,
+        network_ms: (e2e_avg - encode - send - decode - apply).max(0.0),
+        decode_ms: decode,
+        apply_ms: apply,
+    })
+}
+
+fn list<T: std::str::FromStr>(s: &str, what: &str) -> anyhow::Result<Vec<T>> {
+    s.split(',')
+        .map(|x| {
+            x.trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("{what}: {x:?} is not a number"))
+        })
+        .collect()
+}
+
+fn cells(a: &BenchNetArgs) -> anyhow::Result<Vec<Cell>> {
+    let rates: Vec<Option<u64>> =
+        a.rates
+            .split(',')
+            .map(|r| match r.trim() {
+                "unlimited" | "0" => Ok(None),
+                x => x.parse().map(Some).map_err(|_| {
+                    anyhow::anyhow!("--rates: {x:?} is neither a number nor unlimited")
+                }),
+            })
+            .collect::<anyhow::Result<_>>()?;
+    let rtts: Vec<u64> = list(&a.rtts, "--rtts")?;
+    let losses: Vec<f64> = list(&a.losses, "--losses")?;
+    let transports: Vec<Transport> = a
+        .transports
+        .split(',')
+        .map(|t| match t.trim() {
+            "quic" => Ok(Transport::Quic),
+            "tcp" => Ok(Transport::Tcp),
+            x => bail!("--transports: {x:?} is neither quic nor tcp"),
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let mut out = Vec::new();
+    for content in a.contents.split(',') {
+        scene_of(content.trim())?;
+        for &rate_mbit in &rates {
+            for &rtt_ms in &rtts {
+                for &loss_pct in &losses {
+                    for &transport in &transports {
+                        out.push(Cell {
+                            transport,
+                            rate_mbit,
+                            rtt_ms,
+                            loss_pct,
+                            content: content.trim().to_string(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn print_row(r: &CellResult) {
+    let c = &r.cell;
+    let rate = c.rate_mbit.map_or("unlim".to_string(), |m| format!("{m}M"));
+    let burst = r
+        .exact_after_burst_ms
+        .map_or("never".to_string(), |m| format!("{m:.0}"));
+    println!(
+        "{:<7} {:<4} {:>6} {:>4} {:>4} | {:>7.1} {:>7.1} {:>6.1} {:>7} {:>8.2} | {:>5.2} {:>5.2} {:>5.2} {:>7.1} {:>5.2} {:>5.2} | {:>4} {:>5}",
+        c.content,
+        format!("{:?}", c.transport).to_lowercase(),
+        rate,
+        c.rtt_ms,
+        c.loss_pct,
+        r.e2e_ms_p50,
+        r.e2e_ms_p99,
+        r.fps_shown,
+        burst,
+        r.mbytes_sent,
+        r.capture_ms,
+        r.encode_ms,
+        r.send_ms,
+        r.network_ms,
+        r.decode_ms,
+        r.apply_ms,
+        r.checksum_failures,
+        r.bases_missing
+    );
+}
+
+pub fn run(a: &BenchNetArgs) -> anyhow::Result<()> {
+    framewire_netem::available()
+        .map_err(|why| anyhow::anyhow!("bench net needs network namespaces: {why}"))?;
+    let cells = cells(a)?;
+    let per = WARM_UP.as_secs_f64() + a.seconds + (BURST_MS as f64 / 1e3) + 3.0;
+    eprintln!(
+        "bench net: {} cells, about {:.0} s ({} s measured each, then a {BURST_MS} ms loss burst)",
+        cells.len(),
+        cells.len() as f64 * per,
+        a.seconds
+    );
+    if !a.json {
+        println!("capture→applied ms (clock-offset corrected); fps = exact pictures shown; burst = ms to an exact picture after a {BURST_MS} ms blackout; stages = averages, ms");
+        println!(
+            "{:<7} {:<4} {:>6} {:>4} {:>4} | {:>7} {:>7} {:>6} {:>7} {:>8} | {:>5} {:>5} {:>5} {:>7} {:>5} {:>5} | {:>4} {:>5}",
+            "content", "via", "rate", "rtt", "loss%", "p50", "p99", "fps", "burst", "MB sent",
+            "capt", "enc", "send", "network", "dec", "apply", "bad", "bases"
+        );
+    }
+    let mut results = Vec::new();
+    let t0 = Instant::now();
+    for (i, c) in cells.iter().enumerate() {
+        let r =
+            run_cell(c, a, a.seed.wrapping_add(i as u64)).with_context(|| format!("cell {c:?}"))?;
+        if !a.json {
+            print_row(&r);
+        }
+        results.push(r);
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        println!(
+            "({} cells in {:.0} s)",
+            results.len(),
+            t0.elapsed().as_secs_f64()
+        );
+        print_targets(&results);
+    }
+    Ok(())
+}
+
+/// The targets, where the cells to judge them are in this run.
+fn print_targets(rs: &[CellResult]) {
+    let find = |t: Transport, rate: Option<u64>, rtt: u64, loss: f64, content: &str| {
+        rs.iter().find(|r| {
+            r.cell.transport == t
+                && r.cell.rate_mbit == rate
+                && r.cell.rtt_ms == rtt
+                && (r.cell.loss_pct - loss).abs() < 1e-9
+                && r.cell.content == content
+        })
+    };
+    println!("targets:");
+    for content in ["typing", "scroll", "video"] {
+        for rate in [None, Some(50), Some(10)] {
+            if let (Some(q), Some(t)) = (
+                find(Transport::Quic, rate, 20, 1.0, content),
+                find(Transport::Tcp, rate, 20, 1.0, content),
+            ) {
+                println!(
+                    "  20 ms, 1 %, {content}, rate {:?}: QUIC p99 {:.1} ms (≤ 50: {}), TCP p99 {:.1} ms, ratio {:.2} (≤ 0.33: {})",
+                    rate,
+                    q.e2e_ms_p99,
+                    q.e2e_ms_p99 <= 50.0,
+                    t.e2e_ms_p99,
+                    q.e2e_ms_p99 / t.e2e_ms_p99.max(1e-9),
+                    q.e2e_ms_p99 * 3.0 <= t.e2e_ms_p99
+                );
+            }
+        }
+    }
+    for r in rs
+        .iter()
+        .filter(|r| r.cell.transport == Transport::Quic && r.cell.loss_pct >= 5.0)
+    {
+        let frame_ms = 1000.0 / r.source_fps.max(1) as f64;
+        let bound = r.cell.rtt_ms as f64 + 2.0 * frame_ms;
+        println!(
+            "  5 % loss, {} {:?} {} ms: {:.1} of {} fps shown (≥ half: {}); exact {} ms after the burst (≤ {:.0}: {})",
+            r.cell.content,
+            r.cell.rate_mbit,
+            r.cell.rtt_ms,
+            r.fps_shown,
+            r.source_fps,
+            r.fps_shown * 2.0 >= r.source_fps as f64,
+            r.exact_after_burst_ms.map_or("never".into(), |m| format!("{m:.0}")),
+            bound,
+            r.exact_after_burst_ms.is_some_and(|m| m <= bound)
+        );
+    }
+    for rtt in [1, 20, 80] {
+        for content in ["typing", "scroll", "video"] {
+            if let (Some(q), Some(t)) = (
+                find(Transport::Quic, None, rtt, 0.0, content),
+                find(Transport::Tcp, None, rtt, 0.0, content),
+            ) {
+                println!(
+                    "  unimpaired {rtt} ms {content}: QUIC p99 {:.1} ms, TCP {:.1} ms (within 20 %: {})",
+                    q.e2e_ms_p99,
+                    t.e2e_ms_p99,
+                    q.e2e_ms_p99 <= t.e2e_ms_p99 * 1.2
+                );
+            }
+        }
+    }
+}
