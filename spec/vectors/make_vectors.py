@@ -32,6 +32,8 @@ VECTORS = {
     # payload: an LZ4 block of 16 literal bytes 0..15 (token 0xF0, extra length 1)
     "v1_frame": v1(0x10, struct.pack("<QQBBQI", 42, 123456789, 1, 1, 0xDEADBEEFCAFEF00D, 16) + bytes([0xF0, 0x01]) + bytes(range(16))),
     # a row delta: dy -1, one range (row 3, 1 row), then the same 16-literal LZ4 block
+    # Flags 2 + 8: a row delta naming its base (the checksum of the picture it applies to).
+    "v1_frame_based": v1(0x10, struct.pack("<QQBBQIQ", 45, 123506789, 2 | 8, 1, 0x1111222233334444, 16, 0x0123456789ABCDEF) + struct.pack("<iIII", -1, 1, 3, 1) + bytes([0xF0, 0x01]) + bytes(range(16))),
     "v1_frame_rows": v1(0x10, struct.pack("<QQBBQI", 44, 123490123, 2, 1, 0x0123456789ABCDEF, 16) + struct.pack("<iIII", -1, 1, 3, 1) + bytes([0xF0, 0x01]) + bytes(range(16))),
     "v1_unchanged": v1(0x11, struct.pack("<QQQ", 43, 123473456, 0xDEADBEEFCAFEF00D)),
     "v1_ack": v1(0x20, struct.pack("<QBQQQ", 42, 0, 1000, 1200, 1300)),

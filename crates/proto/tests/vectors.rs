@@ -99,6 +99,23 @@ fn v1_cases() -> Vec<(&'static str, Packet)> {
             },
         ),
         (
+            "v1_frame_based",
+            Packet::Frame {
+                header: FrameHeader {
+                    seq: 45,
+                    capture_us: 123_506_789,
+                    keyframe: false,
+                    rows: true,
+                    rects: false,
+                    codec: Codec::Lz4,
+                    checksum: 0x1111_2222_3333_4444,
+                    raw_len: 16,
+                    base: Some(0x0123_4567_89AB_CDEF),
+                },
+                payload: Bytes::from(rows_payload()),
+            },
+        ),
+        (
             "v1_unchanged",
             Packet::Unchanged {
                 seq: 43,
