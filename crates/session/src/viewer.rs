@@ -226,15 +226,16 @@ impl ViewerSession {
             self.stale += 1;
             return;
         }
+        // What the unit needs held: a delta its base, an Unchanged its picture.
         let base = packets.iter().find_map(|p| match p {
             Packet::Frame { header, .. } => header.base,
+            Packet::Unchanged { checksum, .. } if self.named_bases => Some(*checksum),
             _ => None,
         });
         match (seq, base) {
-            // Its base has not arrived yet (the picture held is another valid one): wait.
-            (Some(seq), Some(base))
-                if self.sum.is_some() && self.sum != Some(base) && !self.holds(base) =>
-            {
+            // Its base has not arrived yet (another picture, or none yet: a keyframe on a
+            // slower stream): wait.
+            (Some(seq), Some(base)) if self.sum != Some(base) && !self.holds(base) => {
                 let rtt = self.offset.min_rtt_us().unwrap_or(0);
                 self.waiting.push(Waiting {
                     until: recv_us + BASE_WAIT_US.max(BASE_WAIT_RTTS * rtt),
@@ -421,8 +422,8 @@ impl ViewerSession {
                     self.restore(checksum);
                 }
                 let ok = self.picture.is_valid() && self.sum == Some(checksum);
-                // With named bases the picture is another valid one: a frame was lost.
-                let base_missing = !ok && self.named_bases && self.sum.is_some();
+                // With named bases the picture it names was lost (or never came).
+                let base_missing = !ok && self.named_bases;
                 let now = (self.clock)();
                 self.ack_and_show(
                     Shown {

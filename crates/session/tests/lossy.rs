@@ -306,3 +306,52 @@ fn reordering_alone_loses_no_picture_for_good() {
     assert!(o.stale > 0, "frames overtook each other: {o:?}");
     assert!(o.last_applied + 10 >= o.source_frames, "{o:?}");
 }
+
+/// An Unchanged whose stream overtook the keyframe's waits for it, instead of failing against
+/// no picture (a checksum failure, and a keyframe for nothing).
+#[test]
+fn an_unchanged_frame_that_overtakes_the_keyframe_waits_for_it() {
+    let mut host = host();
+    let hello = ViewerHello {
+        caps: caps::ALL,
+        stream: "screen".into(),
+        token: String::new(),
+    };
+    CLOCK.store(1_000, Ordering::Relaxed);
+    let mut viewer = ViewerSession::new(hello, now);
+    let _ = viewer.poll_transmit();
+    let welcome = v1::Packet::Welcome {
+        version: v1::VERSION,
+        caps: caps::ALL,
+        session: 1,
+    };
+    viewer.handle_bytes(now(), &welcome.to_bytes());
+    while viewer.poll_event().is_some() {}
+    let mut src = Source::new();
+    let mut units = Vec::new();
+    for same in [false, true] {
+        let f = src.frame(now(), same);
+        let (plan, work) = host.plan_frame(&f);
+        if let Some(w) = work {
+            w();
+        }
+        host.send_frame(now(), &f, plan);
+        while let Some(t) = host.poll_transmit() {
+            if t.frame {
+                let mut b = t.head.to_vec();
+                b.extend_from_slice(t.payload.as_deref().unwrap_or(&[]));
+                units.push(b);
+            }
+        }
+    }
+    assert_eq!(units.len(), 2, "a keyframe and an Unchanged");
+    viewer.handle_unit(now(), &units[1]);
+    viewer.handle_unit(now(), &units[0]);
+    let shown: Vec<_> = std::iter::from_fn(|| viewer.poll_event())
+        .filter_map(|e| match e {
+            ViewerEvent::Shown(s) => Some((s.seq, s.ok)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shown, [(0, true), (1, true)]);
+}
