@@ -3,25 +3,20 @@
 //! packets lost in both directions. Every picture the viewer shows must equal the scene's,
 //! and the stream must keep going. Needs root (namespaces); skipped with the reason otherwise.
 
+mod common;
+
+use common::expected;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use framewire_capture::{Scene, SyntheticSource};
+use framewire_capture::Scene;
 use framewire_client::viewer::{run_viewer, ViewerOptions, ViewerStats};
-use framewire_codec::grey::{to_grey_scalar, PixelOrder};
 use framewire_netem::{in_namespace, Impairment, Link, LinkConfig};
 use framewire_server::{Protocol, Server, ServerConfig, SourceSpec};
 
 const TOKEN: &str = "netns-test-token";
-
-fn expected(scene: Scene, w: u32, h: u32, seq: u64) -> Vec<u8> {
-    let mut src = SyntheticSource::new(scene, w, h);
-    let mut g = vec![0u8; (w * h) as usize];
-    to_grey_scalar(src.render(seq), PixelOrder::Bgra, &mut g);
-    g
-}
 
 #[test]
 fn every_picture_shown_across_a_lossy_network_is_exact() {

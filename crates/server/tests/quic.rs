@@ -2,13 +2,15 @@
 //! temporary config directory and pinned by its fingerprint. Pictures are checked against the
 //! scene rendered independently by the test.
 
+mod common;
+
+use common::expected;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use framewire_capture::{Scene, SyntheticSource};
+use framewire_capture::Scene;
 use framewire_client::viewer::{run_viewer, ViewerOptions, ViewerStats};
-use framewire_codec::grey::{to_grey_scalar, PixelOrder};
 use framewire_quic::Fingerprint;
 use framewire_server::{Protocol, Server, ServerConfig, ServerHandle, SourceSpec};
 
@@ -38,13 +40,6 @@ async fn server(scene: Scene) -> ServerHandle {
         ..ServerConfig::default()
     };
     Server::start(cfg).await.unwrap()
-}
-
-fn expected(scene: Scene, w: u32, h: u32, seq: u64) -> Vec<u8> {
-    let mut src = SyntheticSource::new(scene, w, h);
-    let mut g = vec![0u8; (w * h) as usize];
-    to_grey_scalar(src.render(seq), PixelOrder::Bgra, &mut g);
-    g
 }
 
 fn options(s: &ServerHandle, pin: Fingerprint, token: &str) -> ViewerOptions {

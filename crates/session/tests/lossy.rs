@@ -89,17 +89,16 @@ fn is_keyframe(unit: &[u8]) -> bool {
         .any(|p| matches!(p, v1::Packet::Frame { header, .. } if header.keyframe))
 }
 
-fn run(seed: u64, imp: &Impairment, frames: u64) -> Outcome {
-    let mut rng = Rng(seed);
-    let mut host = host();
+/// A viewer with named bases, its clock at `t`, that has its Welcome (the Hello is the
+/// runtime's business, the handshake; the Welcome is what it answers).
+fn welcomed_viewer(t: u64) -> ViewerSession {
     let hello = ViewerHello {
         caps: caps::ALL,
         stream: "screen".into(),
         token: String::new(),
     };
-    CLOCK.store(1, Ordering::Relaxed);
+    CLOCK.store(t, Ordering::Relaxed);
     let mut viewer = ViewerSession::new(hello, now);
-    // The Hello is the runtime's business (the handshake); the Welcome is what it answers.
     let _ = viewer.poll_transmit();
     let welcome = v1::Packet::Welcome {
         version: v1::VERSION,
@@ -107,6 +106,13 @@ fn run(seed: u64, imp: &Impairment, frames: u64) -> Outcome {
         session: 1,
     };
     viewer.handle_bytes(now(), &welcome.to_bytes());
+    viewer
+}
+
+fn run(seed: u64, imp: &Impairment, frames: u64) -> Outcome {
+    let mut rng = Rng(seed);
+    let mut host = host();
+    let mut viewer = welcomed_viewer(1);
     let mut src = Source::new();
     let mut pictures: HashMap<u64, Vec<u8>> = HashMap::new();
     let (mut to_viewer, mut to_host) = (VecDeque::new(), VecDeque::new());
@@ -312,20 +318,7 @@ fn reordering_alone_loses_no_picture_for_good() {
 #[test]
 fn an_unchanged_frame_that_overtakes_the_keyframe_waits_for_it() {
     let mut host = host();
-    let hello = ViewerHello {
-        caps: caps::ALL,
-        stream: "screen".into(),
-        token: String::new(),
-    };
-    CLOCK.store(1_000, Ordering::Relaxed);
-    let mut viewer = ViewerSession::new(hello, now);
-    let _ = viewer.poll_transmit();
-    let welcome = v1::Packet::Welcome {
-        version: v1::VERSION,
-        caps: caps::ALL,
-        session: 1,
-    };
-    viewer.handle_bytes(now(), &welcome.to_bytes());
+    let mut viewer = welcomed_viewer(1_000);
     while viewer.poll_event().is_some() {}
     let mut src = Source::new();
     let mut units = Vec::new();
