@@ -2,6 +2,7 @@
 //! - `/` — the browser viewer page, `/dashboard` — the live dashboard, `/assets/…` — their
 //!   scripts (built from `web/` and embedded in the binary);
 //! - `/ws` — framewire v1 inside WebSocket binary messages (viewers and subscribers);
+//! - `/api/webtransport` — where the host's WebTransport is, and its certificate's hash;
 //! - `/api/stats` — the dashboard's JSON snapshot;
 //! - `/metrics` — the Prometheus text format, written with the `prometheus` crate's encoder
 //!   from the server's own registries. Names and units are listed in `spec/PROTOCOL.md`
@@ -16,6 +17,7 @@
 //! |---|---|
 //! | `pages.rs` | the pages and their assets, built from `web/` and embedded (`web_assets.rs`) |
 //! | `websocket.rs` | `/ws`: same-site check, then the v1 byte stream through the front door |
+//! | `webtransport.rs` | `/api/webtransport`: the QUIC port and certificate hash the page pins |
 //! | `stats.rs` | `/api/stats`: the dashboard's JSON snapshot |
 //! | `metrics.rs` | `/metrics`: the Prometheus exposition, from every subsystem's counters |
 //! | `access.rs` | who may read `/metrics`, `/api/stats` and the dashboard (the token) |
@@ -28,6 +30,7 @@ mod pages;
 mod stats;
 mod web_assets;
 mod websocket;
+mod webtransport;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -51,6 +54,7 @@ use tracing::{debug, info};
 
 pub use access::Access;
 pub use metrics::render;
+pub use webtransport::WebTransportInfo;
 
 /// Where a browser's v1 byte stream goes once its WebSocket is open: the server's front door
 /// (Hello, token, then a viewer or a subscriber), the same one TCP connections go through.
@@ -84,6 +88,8 @@ pub struct HttpCtx {
     pub registry: CounterRegistry,
     pub counters: Arc<HttpCounters>,
     pub access: Access,
+    /// The host's WebTransport, when it serves QUIC.
+    pub webtransport: Option<WebTransportInfo>,
     /// `/metrics` and `/api/stats`, rendered once for every scrape that arrives meanwhile.
     metrics_cache: cache::Shared,
     stats_cache: cache::Shared,
@@ -109,6 +115,7 @@ impl HttpCtx {
             registry: registry.clone(),
             counters,
             access,
+            webtransport: None,
             metrics_cache: cache::Shared::default(),
             stats_cache: cache::Shared::default(),
             log: Default::default(),
@@ -171,6 +178,7 @@ fn router(ctx: Arc<HttpCtx>) -> Router {
         .route("/dashboard", get(access::guard_page))
         .route("/assets/{file}", get(pages::asset))
         .route("/ws", get(websocket::upgrade))
+        .route("/api/webtransport", get(webtransport::info))
         .route("/api/stats", get(stats::stats))
         .route("/metrics", get(metrics::metrics))
         .with_state(ctx)

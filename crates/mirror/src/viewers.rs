@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
 use framewire_proto::daylight::ViewerDecoder;
 use framewire_proto::v1::{self, caps, Packet};
 use framewire_session::{
@@ -62,12 +61,7 @@ impl Mirror {
             caps: n.caps,
             session: viewer.id,
         };
-        let welcome = framewire_session::Transmit {
-            head: welcome.to_bytes(),
-            payload: None::<Bytes>,
-            frame: false,
-            independent: false,
-        };
+        let welcome = framewire_session::Transmit::control(welcome.to_bytes());
         if let Err(e) = sock.send(welcome).await {
             self.unregister(&viewer);
             return Err(e);

@@ -11,6 +11,9 @@ use crate::{Fingerprint, Identity, PinnedHost};
 
 /// The ALPN protocol id of framewire v1 over QUIC.
 pub const ALPN: &[u8] = b"framewire/1";
+/// HTTP/3's, which browsers ask for to open a WebTransport session: the host's endpoint
+/// answers both on one port and tells them apart by this.
+pub const H3_ALPN: &[u8] = b"h3";
 
 fn transport() -> Arc<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
@@ -46,7 +49,7 @@ pub fn server_endpoint(id: &Identity, addr: SocketAddr) -> anyhow::Result<quinn:
         .with_no_client_auth()
         .with_single_cert(vec![id.cert.clone()], id.key.clone_key())
         .context("the QUIC certificate")?;
-    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.alpn_protocols = vec![ALPN.to_vec(), H3_ALPN.to_vec()];
     let crypto = QuicServerConfig::try_from(tls).context("QUIC TLS settings")?;
     let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     cfg.transport_config(transport());

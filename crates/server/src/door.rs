@@ -40,7 +40,7 @@ pub struct Door {
     /// How long a connection may take to send its Hello.
     pub hello_timeout: Duration,
     /// Refusals are logged at most a line a second (the counters carry the volume).
-    log: SharedLogLimit,
+    pub(crate) log: SharedLogLimit,
 }
 
 impl Door {

@@ -7,7 +7,7 @@
 //! | `framewire-mirror` | capture loop, viewer connections (sans-IO sessions), display, shm export, input |
 //! | `framewire-sensors` | sensor line listener, devices, stream hub, subscribers |
 //! | `framewire-control` | control socket verbs and status file |
-//! | `framewire-http` | pages, WebSocket, `/api/stats`, `/metrics` |
+//! | `framewire-http` | pages, WebSocket, `/api/webtransport`, `/api/stats`, `/metrics` |
 //!
 //! | file | what |
 //! |---|---|
@@ -17,12 +17,14 @@
 //! | `listen.rs` | binding listeners, accepting without spinning |
 //! | `conn.rs` | what a v1 connection runs on: TCP, a WebSocket's pipe, or a QUIC control stream |
 //! | `quic.rs` | framewire v1 over QUIC: accepting connections, the control stream, one stream per frame |
+//! | `webtransport.rs` | a browser's WebTransport session (HTTP/3 on the QUIC port) into a v1 session |
 
 pub mod config;
 mod conn;
 mod door;
 mod quic;
 mod server;
+mod webtransport;
 
 pub use config::{ConnLimits, ServerConfig};
 pub use door::DoorCounters;

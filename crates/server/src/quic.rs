@@ -6,6 +6,7 @@
 //! retransmitting pictures nobody needs any more.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -17,12 +18,13 @@ use framewire_mirror::{PathFigures, Transport};
 use framewire_net::Gate;
 use framewire_quic::codes;
 use framewire_session::Transmit;
-use quinn::{RecvStream, SendStream, VarInt};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use quinn::{SendStream, VarInt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tracing::debug;
 
 use crate::conn::Conn;
 use crate::door::Door;
+use crate::webtransport::WebRules;
 
 /// Frame streams remembered so they can be reset when superseded: more than a viewer may have
 /// in flight.
@@ -34,14 +36,55 @@ const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a finished session's connection stays open for its last bytes to arrive.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
-/// A QUIC connection's control stream, as the front door reads and writes it.
-pub struct QuicConn {
-    conn: quinn::Connection,
-    send: SendStream,
-    recv: RecvStream,
+/// The QUIC connection a session's frames go out on: framewire/1 itself, or a browser's
+/// WebTransport session (`webtransport.rs`), whose streams start with a header of its own.
+pub trait FrameLink: Clone + Unpin + Send + Sync + 'static {
+    type Stream: FrameStream;
+    /// The control stream's halves.
+    type Recv: AsyncRead + Unpin + Send + 'static;
+    type Send: AsyncWrite + Unpin + Send + 'static;
+    /// The control stream the viewer opens.
+    fn accept_control(&self) -> impl Future<Output = io::Result<(Self::Send, Self::Recv)>> + Send;
+    /// A new unidirectional stream for one frame.
+    fn open_frame(&self) -> impl Future<Output = io::Result<Self::Stream>> + Send;
+    /// The connection beneath (for the path's figures).
+    fn quic(&self) -> &quinn::Connection;
 }
 
-impl AsyncRead for QuicConn {
+/// One frame's stream, written through quinn once it is open.
+pub trait FrameStream: Send + 'static {
+    fn quic(&mut self) -> &mut SendStream;
+}
+
+impl FrameLink for quinn::Connection {
+    type Stream = SendStream;
+    type Recv = quinn::RecvStream;
+    type Send = SendStream;
+    async fn accept_control(&self) -> io::Result<(SendStream, quinn::RecvStream)> {
+        self.accept_bi().await.map_err(io::Error::other)
+    }
+    async fn open_frame(&self) -> io::Result<SendStream> {
+        self.open_uni().await.map_err(io::Error::other)
+    }
+    fn quic(&self) -> &quinn::Connection {
+        self
+    }
+}
+
+impl FrameStream for SendStream {
+    fn quic(&mut self) -> &mut SendStream {
+        self
+    }
+}
+
+/// A QUIC connection's control stream, as the front door reads and writes it.
+pub struct QuicConn<L: FrameLink> {
+    link: L,
+    recv: L::Recv,
+    send: L::Send,
+}
+
+impl<L: FrameLink> AsyncRead for QuicConn<L> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -51,13 +94,13 @@ impl AsyncRead for QuicConn {
     }
 }
 
-impl AsyncWrite for QuicConn {
+impl<L: FrameLink> AsyncWrite for QuicConn<L> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        AsyncWrite::poll_write(Pin::new(&mut self.send), cx, buf)
+        Pin::new(&mut self.send).poll_write(cx, buf)
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.send).poll_flush(cx)
@@ -67,16 +110,16 @@ impl AsyncWrite for QuicConn {
     }
 }
 
-impl Conn for QuicConn {
-    type Read = RecvStream;
-    type Write = SendStream;
-    type Transport = QuicTransport;
-    fn halves(self) -> (RecvStream, SendStream) {
+impl<L: FrameLink> Conn for QuicConn<L> {
+    type Read = L::Recv;
+    type Write = L::Send;
+    type Transport = QuicTransport<L>;
+    fn halves(self) -> (L::Recv, L::Send) {
         (self.recv, self.send)
     }
-    fn into_transport(self) -> QuicTransport {
+    fn into_transport(self) -> Self::Transport {
         QuicTransport {
-            conn: self.conn,
+            link: self.link,
             send: self.send,
             recv: self.recv,
             frames: VecDeque::new(),
@@ -85,25 +128,23 @@ impl Conn for QuicConn {
 }
 
 /// A viewer session's QUIC streams: control packets in order on the control stream, each frame
-/// on a stream of its own.
-pub struct QuicTransport {
-    conn: quinn::Connection,
-    send: SendStream,
-    recv: RecvStream,
-    frames: VecDeque<SendStream>,
+/// on a stream of its own (or, for a viewer that needs frames in order, on the control stream).
+pub struct QuicTransport<L: FrameLink> {
+    link: L,
+    send: L::Send,
+    recv: L::Recv,
+    frames: VecDeque<L::Stream>,
 }
 
-impl Transport for QuicTransport {
+impl<L: FrameLink> Transport for QuicTransport<L> {
     async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self.recv.read(buf).await {
-            Ok(Some(n)) => Ok(n),
-            Ok(None) => Ok(0),
-            Err(e) => Err(io::Error::other(e)),
-        }
+        self.recv.read(buf).await
     }
 
     async fn send(&mut self, t: Transmit) -> io::Result<()> {
-        if !t.frame {
+        if !t.own_stream {
+            // Control packets, and frames for a viewer that applies them in order (it does
+            // not name bases): one ordered stream.
             self.send.write_all(&t.head).await?;
             if let Some(p) = &t.payload {
                 self.send.write_all(p).await?;
@@ -116,15 +157,16 @@ impl Transport for QuicTransport {
             // whole frames. Streams already delivered (or reset) refuse, which is fine.
             let old = self.frames.len().saturating_sub(KEEP_UNRESET);
             for mut s in self.frames.drain(..old) {
-                let _ = s.reset(VarInt::from_u32(codes::SUPERSEDED));
+                let _ = s.quic().reset(VarInt::from_u32(codes::SUPERSEDED));
             }
         }
-        let mut s = self.conn.open_uni().await.map_err(io::Error::other)?;
-        s.write_chunk(t.head).await.map_err(io::Error::other)?;
+        let mut s = self.link.open_frame().await?;
+        let q = s.quic();
+        q.write_chunk(t.head).await.map_err(io::Error::other)?;
         if let Some(p) = t.payload {
-            s.write_chunk(p).await.map_err(io::Error::other)?;
+            q.write_chunk(p).await.map_err(io::Error::other)?;
         }
-        s.finish().map_err(io::Error::other)?;
+        q.finish().map_err(io::Error::other)?;
         if self.frames.len() >= OPEN_FRAMES {
             self.frames.pop_front();
         }
@@ -133,7 +175,7 @@ impl Transport for QuicTransport {
     }
 
     fn path(&self) -> Option<PathFigures> {
-        let s = self.conn.stats();
+        let s = self.link.quic().stats();
         Some(PathFigures {
             rtt_us: s.path.rtt.as_micros() as u64,
             cwnd_bytes: s.path.cwnd,
@@ -144,39 +186,69 @@ impl Transport for QuicTransport {
 }
 
 /// Accepts QUIC connections on `endpoint` for as long as the server runs; each admitted one
-/// (under the v1 listener's limit, shared with TCP) goes through the front door.
-pub async fn accept_loop(endpoint: quinn::Endpoint, gate: Arc<Gate>, door: Arc<Door>) {
+/// (under the v1 listener's limit, shared with TCP) goes through the front door, as
+/// framewire/1 or, when it asked for HTTP/3, as a browser's WebTransport session.
+pub async fn accept_loop(
+    endpoint: quinn::Endpoint,
+    gate: Arc<Gate>,
+    door: Arc<Door>,
+    web: Arc<WebRules>,
+) {
     while let Some(incoming) = endpoint.accept().await {
         let Some(permit) = gate.try_enter() else {
             incoming.refuse();
             continue;
         };
-        let door = door.clone();
+        let (door, web) = (door.clone(), web.clone());
         tokio::spawn(async move {
             let _permit = permit;
             let peer = incoming.remote_address();
-            if let Err(e) = serve(incoming, peer, &door).await {
+            if let Err(e) = serve(incoming, peer, &door, &web).await {
                 debug!(%peer, error = %e, "QUIC connection ended with an error");
             }
         });
     }
 }
 
-async fn serve(incoming: quinn::Incoming, peer: SocketAddr, door: &Door) -> anyhow::Result<()> {
-    let conn = incoming.await?;
+async fn serve(
+    incoming: quinn::Incoming,
+    peer: SocketAddr,
+    door: &Door,
+    web: &WebRules,
+) -> anyhow::Result<()> {
+    let mut connecting = incoming.accept()?;
+    let alpn = connecting
+        .handshake_data()
+        .await?
+        .downcast_ref::<quinn::crypto::rustls::HandshakeData>()
+        .and_then(|h| h.protocol.clone());
+    if alpn.as_deref() == Some(framewire_quic::H3_ALPN) {
+        return crate::webtransport::serve(connecting, peer, door, web).await;
+    }
+    let conn = connecting.await?;
     door.counters.connections.inc("framewire-quic");
-    let (send, recv) = tokio::time::timeout(CONTROL_TIMEOUT, conn.accept_bi())
+    run(conn, peer, door).await
+}
+
+/// A connection's v1 session: its control stream through the front door, then the session.
+pub(crate) async fn run<L: FrameLink>(
+    link: L,
+    peer: SocketAddr,
+    door: &Door,
+) -> anyhow::Result<()> {
+    let (send, recv) = tokio::time::timeout(CONTROL_TIMEOUT, link.accept_control())
         .await
         .map_err(|_| anyhow::anyhow!("no control stream within {CONTROL_TIMEOUT:?}"))??;
     let c = QuicConn {
-        conn: conn.clone(),
-        send,
+        link: link.clone(),
         recv,
+        send,
     };
     let r = door.serve_v1(c, peer).await;
     // What was written last (a Goodbye) is delivered before the connection closes: the viewer
     // closes it once it has read that, or it is closed after a grace period.
-    let _ = tokio::time::timeout(CLOSE_GRACE, conn.closed()).await;
-    conn.close(VarInt::from_u32(codes::DONE), b"session ended");
+    let quic = link.quic();
+    let _ = tokio::time::timeout(CLOSE_GRACE, quic.closed()).await;
+    quic.close(VarInt::from_u32(codes::DONE), b"session ended");
     r
 }

@@ -97,25 +97,18 @@ impl Server {
             control_socket: None,
         };
         h.start_screen_listeners(&cfg, &door)?;
+        // The HTTP port is bound before QUIC: browsers' WebTransport sessions must come from
+        // the page it serves.
+        let http = match cfg.http_addr {
+            Some(addr) => Some(bind(addr, "HTTP port", "pick another with --http-port")?),
+            None => None,
+        };
+        h.http_addr = http.as_ref().map(|l| l.local_addr()).transpose()?;
         h.start_quic(&cfg, &door)?;
         h.start_control(&cfg)?;
         h.start_sensors(&cfg)?;
-        if let Some(addr) = cfg.http_addr {
-            let l = bind(addr, "HTTP port", "pick another with --http-port")?;
-            h.http_addr = Some(l.local_addr()?);
-            let access = framewire_http::Access {
-                viewer_token: cfg.token.clone(),
-                metrics_token: cfg.metrics_token.clone().or_else(|| cfg.token.clone()),
-            };
-            let ctx =
-                framewire_http::HttpCtx::new(mirror.clone(), sensors, door, &registry, access);
-            let gate = h.gate("http");
-            h.tasks.push(tokio::spawn(framewire_http::serve(
-                l,
-                gate,
-                cfg.header_timeout,
-                Arc::new(ctx),
-            )));
+        if let Some(l) = http {
+            h.start_http(l, &cfg, sensors, door)?;
         }
         h.start_input(&cfg)?;
         if let Some(name) = &cfg.shm_export {
@@ -203,7 +196,44 @@ impl ServerHandle {
         Ok(())
     }
 
-    /// framewire v1 over QUIC, with the certificate kept in the config directory.
+    /// The HTTP port: the pages, the WebSocket, `/api/webtransport`, stats and metrics.
+    fn start_http(
+        &mut self,
+        l: TcpListener,
+        cfg: &ServerConfig,
+        sensors: Option<Sensors>,
+        door: Arc<Door>,
+    ) -> anyhow::Result<()> {
+        let access = framewire_http::Access {
+            viewer_token: cfg.token.clone(),
+            metrics_token: cfg.metrics_token.clone().or_else(|| cfg.token.clone()),
+        };
+        let mut ctx = framewire_http::HttpCtx::new(
+            self.mirror.clone(),
+            sensors,
+            door,
+            &self.registry,
+            access,
+        );
+        if let (Some(a), Some(f)) = (self.quic_addr, self.quic_fingerprint) {
+            ctx.webtransport = Some(framewire_http::WebTransportInfo {
+                port: a.port(),
+                path: crate::webtransport::PATH,
+                certificate_hash: f.0,
+            });
+        }
+        let gate = self.gate("http");
+        self.tasks.push(tokio::spawn(framewire_http::serve(
+            l,
+            gate,
+            cfg.header_timeout,
+            Arc::new(ctx),
+        )));
+        Ok(())
+    }
+
+    /// framewire v1 over QUIC, and browsers' WebTransport on the same port, with the
+    /// certificate kept in the config directory.
     fn start_quic(&mut self, cfg: &ServerConfig, door: &Arc<Door>) -> anyhow::Result<()> {
         let Some(addr) = cfg.quic_addr else {
             return Ok(());
@@ -220,10 +250,14 @@ impl ServerHandle {
         self.quic_addr = Some(local);
         self.quic_fingerprint = Some(id.fingerprint);
         let gate = self.gate("v1");
+        let web = crate::webtransport::WebRules {
+            http_port: self.http_addr.map(|a| a.port()),
+        };
         self.tasks.push(tokio::spawn(crate::quic::accept_loop(
             endpoint,
             gate,
             door.clone(),
+            Arc::new(web),
         )));
         Ok(())
     }

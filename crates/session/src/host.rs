@@ -68,6 +68,22 @@ pub struct Transmit {
     /// keyframe, or a delta against a picture the viewer acknowledged): a transport that can
     /// drop frames may give up on those.
     pub independent: bool,
+    /// The viewer takes this frame on a transport stream of its own, in any order (it names
+    /// bases: it holds a frame until its base arrives). Otherwise frames must keep their order.
+    pub own_stream: bool,
+}
+
+impl Transmit {
+    /// Bytes of the control stream (no frame).
+    pub fn control(head: Bytes) -> Self {
+        Transmit {
+            head,
+            payload: None,
+            frame: false,
+            independent: false,
+            own_stream: false,
+        }
+    }
 }
 
 /// Something the runtime should know or count.
@@ -328,12 +344,7 @@ impl<W: Wire> HostSession<W> {
     fn flush_head_if(&mut self, plan: Plan) {
         if plan == Plan::Nothing && !self.head.is_empty() {
             let head = self.head.split().freeze();
-            self.transmits.push_back(Transmit {
-                head,
-                payload: None,
-                frame: false,
-                independent: false,
-            });
+            self.transmits.push_back(Transmit::control(head));
         }
     }
 
@@ -389,6 +400,7 @@ impl<W: Wire> HostSession<W> {
             payload: out.payload,
             frame: true,
             independent,
+            own_stream: self.wire.names_bases(),
         });
     }
 
@@ -397,12 +409,7 @@ impl<W: Wire> HostSession<W> {
         let mut b = BytesMut::new();
         self.wire.command(c, &mut b);
         if !b.is_empty() {
-            self.transmits.push_back(Transmit {
-                head: b.freeze(),
-                payload: None,
-                frame: false,
-                independent: false,
-            });
+            self.transmits.push_back(Transmit::control(b.freeze()));
         }
     }
 
@@ -544,12 +551,7 @@ impl<W: Wire> HostSession<W> {
     }
 
     fn control_packet(&mut self, p: Packet) {
-        self.transmits.push_back(Transmit {
-            head: p.to_bytes(),
-            payload: None,
-            frame: false,
-            independent: false,
-        });
+        self.transmits.push_back(Transmit::control(p.to_bytes()));
     }
 
     /// Ends the session on a protocol error: v1 viewers are told why in a Goodbye.

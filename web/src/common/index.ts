@@ -4,3 +4,4 @@ export * from "./lz4";
 export * from "./checksum";
 export * from "./picture";
 export * from "./colormap";
+export * from "./bases";

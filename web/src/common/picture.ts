@@ -93,6 +93,13 @@ export function parseRectPlan(payload: Uint8Array, width: number, height: number
   return { moves, patches, headerLen };
 }
 
+/** A copy of a picture, kept so a later delta may name it as its base. */
+export interface SavedPicture {
+  data: Uint8Array;
+  hashes: Uint8Array;
+  top: number;
+}
+
 export class Picture {
   readonly data: Uint8Array;
   /** xxh3 of each row, in row order (not ring order), 8 LE bytes each. */
@@ -261,6 +268,30 @@ export class Picture {
 
   checksum(): U64 {
     return hash64(this.hashes);
+  }
+
+  /** Copies the picture into `into` (reusing its buffers when they fit). */
+  save(into?: SavedPicture): SavedPicture {
+    const s = into && into.data.length === this.data.length ? into : {
+      data: new Uint8Array(this.data.length),
+      hashes: new Uint8Array(this.hashes.length),
+      top: 0,
+    };
+    s.data.set(this.data);
+    s.hashes.set(this.hashes);
+    s.top = this.top;
+    return s;
+  }
+
+  /** Makes the saved picture (of this size) the picture, valid; every row is redrawn. */
+  restore(from: SavedPicture): boolean {
+    if (from.data.length !== this.data.length) return false;
+    this.data.set(from.data);
+    this.hashes.set(from.hashes);
+    this.top = from.top;
+    this.valid = true;
+    this.allDirty = true;
+    return true;
   }
 
   /** The picture in row order (for tests and screenshots). */

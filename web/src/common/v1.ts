@@ -25,12 +25,13 @@ export const T = {
 } as const;
 
 export const Role = { Viewer: 1, Publisher: 2, Control: 3, Subscriber: 4 } as const;
-export const Caps = { Lz4: 1, Zstd: 2, Unchanged: 4, Xxh3: 8, MovedRects: 16, Colour: 32 } as const;
+export const Caps = { Lz4: 1, Zstd: 2, Unchanged: 4, Xxh3: 8, MovedRects: 16, Colour: 32, NamedBases: 64 } as const;
 /** StreamDesc formats: grey, or three planes G, R − G, B − G stacked (lossless colour). */
 export const PixelFormat = { Grey8: 1, PlanarGDiff: 2 } as const;
 export const Codec = { Raw: 0, Lz4: 1, Zstd: 2 } as const;
-export const AckStatus = { Applied: 0, ChecksumMismatch: 1, DecodeError: 2 } as const;
-export const FrameFlags = { Keyframe: 1, RowDelta: 2, RectDelta: 4 } as const;
+export const AckStatus = { Applied: 0, ChecksumMismatch: 1, DecodeError: 2, BaseMissing: 3 } as const;
+/** Bits 0–2: the frame's kind (at most one); bit 3: a base checksum follows raw_len. */
+export const FrameFlags = { Keyframe: 1, RowDelta: 2, RectDelta: 4, Based: 8 } as const;
 
 /** A u64 as two u32 halves (checksums), compared without BigInt on the hot path. */
 export interface U64 {
@@ -49,6 +50,8 @@ export type Packet =
       codec: number;
       checksum: U64;
       rawLen: number;
+      /** The checksum of the picture this delta applies to (named bases), or null. */
+      base: U64 | null;
       payload: Uint8Array;
     }
   | { type: typeof T.Unchanged; seq: number; captureUs: number; checksum: U64 }
@@ -194,10 +197,14 @@ export function parseBody(type: number, body: Uint8Array): Packet {
       const codec = r.u8();
       const checksum = r.u64pair();
       const rawLen = r.u32();
-      // At most one of keyframe, row delta and moved-rectangle delta.
-      if (flags & ~7 || (flags & (flags - 1)) !== 0) throw new ProtocolError(`bad frame flags ${flags}`);
+      // At most one of keyframe, row delta and moved-rectangle delta; a base never with a keyframe.
+      const kind = flags & 7;
+      if (flags & ~15 || (kind & (kind - 1)) !== 0) throw new ProtocolError(`bad frame flags ${flags}`);
+      const based = (flags & FrameFlags.Based) !== 0;
+      if (based && kind === FrameFlags.Keyframe) throw new ProtocolError("a keyframe with a base");
       if (codec > 2) throw new ProtocolError(`unknown codec ${codec}`);
-      p = { type, seq, captureUs, flags, codec, checksum, rawLen, payload: r.rest() };
+      const base = based ? r.u64pair() : null;
+      p = { type, seq, captureUs, flags: kind, codec, checksum, rawLen, base, payload: r.rest() };
       break;
     }
     case T.Unchanged:
@@ -318,6 +325,11 @@ export class Decoder {
     this.start += HEADER + len;
     if (this.start === this.end) this.start = this.end = 0;
     return { type, body: b.subarray(s + HEADER, s + HEADER + len) };
+  }
+
+  /** Bytes held that are not yet a whole packet. */
+  pending(): number {
+    return this.end - this.start;
   }
 
   next(): Packet | null {

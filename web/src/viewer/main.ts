@@ -1,7 +1,8 @@
-// The browser viewer: framewire v1 over a WebSocket on the page's own host. It decodes LZ4 and
-// XOR in TypeScript, verifies every checksum, draws with WebGL2, ACKs after drawing, answers
-// pings, shows a stats overlay, goes fullscreen on a tap, sends input back and reconnects by
-// itself.
+// The browser viewer: framewire v1 over WebTransport when the host serves it, else over a
+// WebSocket on the page's own host (link.ts). It decodes LZ4 and XOR in TypeScript, verifies
+// every checksum, draws with WebGL2, ACKs after drawing, answers pings, shows a stats overlay,
+// goes fullscreen on a tap, sends input back and reconnects by itself. Over WebTransport it
+// declares named bases (bases.ts): frames may arrive out of order or not at all.
 
 import * as v1 from "../common/v1";
 import { ready as checksumReady, sameU64, hexU64 } from "../common/checksum";
@@ -9,6 +10,8 @@ import { Picture } from "../common/picture";
 import { Renderer } from "./render";
 import { ViewerStats } from "./stats";
 import { attachInput } from "./input";
+import { KeptPictures, UnitOrder, unitPackets, type Unit } from "../common/bases";
+import { openWebSocket, openWebTransport, type Link, type LinkEvents } from "./link";
 
 const params = new URLSearchParams(location.search);
 const token = params.get("token") ?? "";
@@ -17,6 +20,8 @@ const measure = params.get("measure") === "1";
 /** `?grey=1` asks for grey; the page asks for lossless colour otherwise (and falls back to
  * grey when this GPU cannot hold the three planes of the picture in one texture). */
 let wantGrey = params.get("grey") === "1";
+/** `?transport=websocket` never tries WebTransport. */
+const wantWebTransport = params.get("transport") !== "websocket";
 
 const canvas = document.getElementById("screen") as HTMLCanvasElement;
 const overlay = document.getElementById("stats") as HTMLElement;
@@ -37,10 +42,19 @@ let picture: Picture | null = null;
 /** 3 when the picture holds colour planes (G, R − G, B − G), 1 for grey. */
 let planes = 1;
 let lastChecksum = "";
-let ws: WebSocket | null = null;
+let link: Link | null = null;
 let backoff = 250;
 let pingId = 0;
 let goodbyeReason = "";
+/** Named bases were agreed (the Welcome has them): deltas name the picture they apply to. */
+let named = false;
+/** The checksum of the picture held, once verified (named bases). */
+let current: v1.U64 | null = null;
+let minRttMs = 0;
+let basesMissing = 0;
+const kept = new KeptPictures();
+const holds = (sum: v1.U64): boolean => (current !== null && sameU64(current, sum)) || kept.holds(sum);
+const order = new UnitOrder(holds, (u: Unit) => handleAll(u), nowMs);
 
 function setStatus(s: string): void {
   statusEl.textContent = s;
@@ -48,13 +62,27 @@ function setStatus(s: string): void {
 }
 
 function send(b: Uint8Array): void {
-  if (ws && ws.readyState === WebSocket.OPEN) ws.send(b);
+  link?.send(b);
+}
+
+function handleAll(u: Unit): void {
+  for (const p of u.packets) handle(p, u.recvUs, u.recvMs);
+}
+
+/** With named bases, makes the picture the one with checksum `sum` (held or kept). */
+function pictureAt(sum: v1.U64): boolean {
+  if (!picture) return false;
+  if (current !== null && sameU64(current, sum) && picture.valid) return true;
+  if (!kept.restore(picture, sum)) return false;
+  current = sum;
+  return true;
 }
 
 function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
   switch (p.type) {
     case v1.T.Welcome:
       backoff = 250;
+      named = (p.caps & v1.Caps.NamedBases) !== 0;
       setStatus("");
       break;
     case v1.T.StreamDesc:
@@ -63,14 +91,23 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
         // Too tall for one texture here: reconnect asking for grey.
         console.warn(`framewire: ${p.width}×${p.height} in colour exceeds this GPU's textures; asking for grey`);
         wantGrey = true;
-        ws?.close();
+        link?.close();
         return;
       }
       picture = new Picture(p.width, p.height * planes);
+      kept.clear();
+      current = null;
       break;
     case v1.T.Frame: {
       if (!picture) throw new v1.ProtocolError("frame before the stream description");
       const key = (p.flags & v1.FrameFlags.Keyframe) !== 0;
+      if (p.base !== null && !pictureAt(p.base)) {
+        // A frame before it was lost: keep the picture; the host makes the next frame
+        // against one this viewer acknowledged.
+        basesMissing++;
+        send(v1.ack(p.seq, v1.AckStatus.BaseMissing, recvUs, nowUs(), nowUs()));
+        return;
+      }
       if (!key && !picture.valid) return; // waiting for the keyframe we asked for
       try {
         picture.apply(p.flags, p.codec, p.rawLen, p.payload);
@@ -85,6 +122,7 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
       if (!sameU64(picture.checksum(), p.checksum)) {
         stats.checksumFailures++;
         picture.valid = false;
+        current = null;
         console.warn(`framewire: checksum mismatch at frame ${p.seq}`);
         send(v1.ack(p.seq, v1.AckStatus.ChecksumMismatch, recvUs, decodedUs, nowUs()));
         return;
@@ -99,10 +137,24 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
       stats.total.push(drawnMs - recvMs);
       stats.frameDrawn(drawnMs);
       lastChecksum = hexU64(p.checksum);
+      if (named) {
+        current = p.checksum;
+        kept.keep(picture, p.checksum);
+      }
       send(v1.ack(p.seq, v1.AckStatus.Applied, recvUs, decodedUs, nowUs()));
       break;
     }
     case v1.T.Unchanged: {
+      if (named) {
+        // The picture it names may be a kept one (the frame before it was lost or late).
+        const ok = pictureAt(p.checksum);
+        if (ok) {
+          stats.unchanged++;
+          if (picture) renderer.draw(picture, planes);
+        } else basesMissing++;
+        send(v1.ack(p.seq, ok ? v1.AckStatus.Applied : v1.AckStatus.BaseMissing, recvUs, nowUs(), nowUs()));
+        break;
+      }
       if (!picture || !picture.valid) return;
       const ok = sameU64(picture.checksum(), p.checksum);
       if (!ok) {
@@ -115,9 +167,12 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
     case v1.T.Ping:
       send(v1.pong(p.id, p.sentUs, nowUs()));
       break;
-    case v1.T.Pong:
-      stats.rtt.push((nowUs() - p.pingSentUs) / 1000);
+    case v1.T.Pong: {
+      const rtt = (nowUs() - p.pingSentUs) / 1000;
+      stats.rtt.push(rtt);
+      minRttMs = minRttMs === 0 ? rtt : Math.min(minRttMs, rtt);
       break;
+    }
     case v1.T.Command:
       if (p.code === 1) canvas.style.filter = `brightness(${Math.max(p.a, 8) / 255})`;
       break;
@@ -132,38 +187,73 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
 
 function connect(): void {
   const dec = new v1.Decoder();
-  const sock = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`);
-  sock.binaryType = "arraybuffer";
-  ws = sock;
   goodbyeReason = "";
+  named = false;
+  current = null;
+  minRttMs = 0;
+  kept.clear();
+  order.reset();
   setStatus("connecting…");
-  sock.onopen = () => {
-    const caps = v1.Caps.Lz4 | v1.Caps.Unchanged | v1.Caps.Xxh3 | v1.Caps.MovedRects | (wantGrey ? 0 : v1.Caps.Colour);
-    sock.send(v1.hello(v1.Role.Viewer, caps, "screen", token));
+  let mine: Link | null = null;
+  const fail = (e: unknown): void => {
+    console.error("framewire: protocol error", e);
+    send(v1.goodbye(1, String(e instanceof Error ? e.message : e)));
+    mine?.close();
   };
-  sock.onmessage = (ev: MessageEvent<ArrayBuffer>) => {
-    const recvMs = nowMs();
-    const recvUs = nowUs();
-    const chunk = new Uint8Array(ev.data);
-    stats.received(recvMs, chunk.length);
-    try {
-      dec.push(chunk);
-      for (let p = dec.next(); p !== null; p = dec.next()) handle(p, recvUs, recvMs);
-    } catch (e) {
-      console.error("framewire: protocol error", e);
-      send(v1.goodbye(1, String(e instanceof Error ? e.message : e)));
-      sock.close();
-    }
+  const ev: LinkEvents = {
+    control(chunk) {
+      const recvMs = nowMs();
+      const recvUs = nowUs();
+      stats.received(recvMs, chunk.length);
+      try {
+        dec.push(chunk);
+        for (let p = dec.next(); p !== null; p = dec.next()) handle(p, recvUs, recvMs);
+      } catch (e) {
+        fail(e);
+      }
+    },
+    unit(bytes) {
+      const recvMs = nowMs();
+      stats.received(recvMs, bytes.length);
+      try {
+        order.push(recvMs, nowUs(), unitPackets(bytes), minRttMs);
+      } catch (e) {
+        fail(e);
+      }
+    },
+    closed() {
+      if (link !== mine) return;
+      link = null;
+      order.reset();
+      stats.reconnects++;
+      const why = goodbyeReason !== "" ? goodbyeReason : "connection closed";
+      setStatus(`${why}; reconnecting in ${(backoff / 1000).toFixed(1)} s`);
+      setTimeout(connect, backoff);
+      backoff = Math.min(backoff * 2, 5000);
+    },
   };
-  sock.onclose = () => {
-    if (ws !== sock) return;
-    ws = null;
-    stats.reconnects++;
-    const why = goodbyeReason !== "" ? goodbyeReason : "connection closed";
-    setStatus(`${why}; reconnecting in ${(backoff / 1000).toFixed(1)} s`);
-    setTimeout(connect, backoff);
-    backoff = Math.min(backoff * 2, 5000);
+  const hello = (namedBases: boolean): Uint8Array => {
+    const caps = v1.Caps.Lz4 | v1.Caps.Unchanged | v1.Caps.Xxh3 | v1.Caps.MovedRects
+      | (wantGrey ? 0 : v1.Caps.Colour) | (namedBases ? v1.Caps.NamedBases : 0);
+    return v1.hello(v1.Role.Viewer, caps, "screen", token);
   };
+  const viaWebSocket = (): void => {
+    mine = openWebSocket(ev, () => mine?.send(hello(false)));
+    link = mine;
+  };
+  if (!wantWebTransport) return viaWebSocket();
+  openWebTransport(ev).then(
+    (wt) => {
+      if (wt === null) return viaWebSocket();
+      mine = wt;
+      link = wt;
+      wt.send(hello(true));
+    },
+    (e: unknown) => {
+      console.warn("framewire: WebTransport failed, using the WebSocket:", e);
+      viaWebSocket();
+    },
+  );
 }
 
 // Our own pings measure the round trip the overlay shows.
@@ -223,7 +313,12 @@ window.framewire = {
     decodeErrors: stats.decodeErrors,
     reconnects: stats.reconnects,
     bytes: stats.bytes,
-    connected: ws !== null && ws.readyState === WebSocket.OPEN,
+    connected: link !== null && link.isOpen(),
+    transport: link?.kind ?? "",
+    namedBases: named,
+    staleFrames: order.stale,
+    basesMissing,
+    unitsDropped: link?.unitsDropped() ?? 0,
     decodeMs: stats.decode.values(),
     drawMs: stats.draw.values(),
     totalMs: stats.total.values(),

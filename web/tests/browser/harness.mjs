@@ -35,9 +35,16 @@ async function waitForPort(port, ms) {
 }
 
 /** Starts `framewire <args>` with every port free and private; resolves when HTTP answers. */
-export async function startServer(args, { command = "serve", env = {} } = {}) {
+export async function startServer(args, { command = "serve", env = {}, quic = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "fw-browser-"));
   const ports = { v1: await freePort(), daylight: await freePort(), sensor: await freePort(), http: await freePort() };
+  if (quic) {
+    // WebTransport (and framewire/1 over QUIC) on a UDP port; the certificate is made in the
+    // server's private directory.
+    ports.quic = await freePort();
+    args = [...args, "--quic-port", String(ports.quic)];
+    env = { FRAMEWIRE_CONFIG_DIR: join(dir, "config"), ...env };
+  }
   const full = [
     command,
     "--port", String(ports.v1),
@@ -75,8 +82,11 @@ export function chromiumPath() {
   throw new Error("Chromium not found: scripts/setup.sh installs Debian's chromium package");
 }
 
-/** Headless Chromium with WebGL on SwiftShader (no GPU here) and no background traffic. */
-export async function launch() {
+/**
+ * Headless Chromium with WebGL on SwiftShader (no GPU here) and no background traffic. QUIC is
+ * off unless `quic` (WebTransport needs it; the WebSocket tests keep HTTP/1 only).
+ */
+export async function launch({ quic = false } = {}) {
   // Playwright gives the browser a new empty profile directory of its own.
   const browser = await chromium.launch({
     executablePath: chromiumPath(),
@@ -86,7 +96,7 @@ export async function launch() {
       "--use-angle=swiftshader",
       "--enable-unsafe-swiftshader",
       "--ignore-gpu-blocklist",
-      "--disable-quic",
+      ...(quic ? [] : ["--disable-quic"]),
       "--no-first-run",
       "--disable-background-networking",
       "--disable-component-update",
@@ -97,11 +107,11 @@ export async function launch() {
 }
 
 /** Runs `fn(server, browser)` with both started, and always stops both. */
-export async function withServerAndBrowser(args, fn, opts) {
+export async function withServerAndBrowser(args, fn, opts = {}) {
   const server = await startServer(args, opts);
   let browser;
   try {
-    browser = await launch();
+    browser = await launch({ quic: opts.quic ?? false });
     return await fn(server, browser);
   } finally {
     await browser?.close();

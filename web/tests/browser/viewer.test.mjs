@@ -4,35 +4,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync, mkdirSync } from "node:fs";
-import { createXXHash3 } from "hash-wasm";
-import { withServerAndBrowser, until, root } from "./harness.mjs";
-
-async function checksumOf(grey, width) {
-  const h = await createXXHash3();
-  const rows = grey.length / width;
-  const hashes = Buffer.alloc(rows * 8);
-  for (let y = 0; y < rows; y++) {
-    const be = Buffer.from(h.init().update(grey.subarray(y * width, (y + 1) * width)).digest("binary"));
-    hashes.set(be.reverse(), y * 8);
-  }
-  return h.init().update(hashes).digest("hex");
-}
-
-/** Opens the page with `query` and waits until it has drawn `n` frames; returns the page and its stats. */
-async function drawn(server, browser, query, n, viewport) {
-  const page = await browser.newPage({ viewport });
-  const logs = [];
-  page.on("console", (m) => logs.push(m.text()));
-  page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
-  await page.goto(`${server.url}/?${query}`);
-  const s = await until(`${n} frames drawn`, async () => {
-    const st = await page.evaluate(() => window.framewire.stats());
-    return st.frames >= n ? st : null;
-  }, 60000).catch((e) => {
-    throw new Error(`${e.message}; page log: ${logs.join(" | ")}; server: ${server.stderr()}`);
-  });
-  return { page, s };
-}
+import { withServerAndBrowser, root } from "./harness.mjs";
+import { checksumOf, drawn, planesOf } from "./pictures.mjs";
 
 test("the page receives a scrolling desktop, verifies it, and draws exactly the host's picture", { timeout: 120000 }, async () => {
   await withServerAndBrowser(["--source", "synthetic", "--scene", "scroll", "--resolution", "sharp", "--no-daylight"], async (server, browser) => {
@@ -82,19 +55,6 @@ test("with --codec zstd the page, which declares only LZ4, gets LZ4 and shows a 
     assert.equal(await checksumOf(planes, 640), shot.checksum, "canvas pixels match the host's checksum");
   });
 });
-
-/** R G B pixels to the planes G, R − G, B − G (mod 256), stacked: the spec's colour format. */
-function planesOf(rgb, width, height) {
-  const n = width * height;
-  const out = new Uint8Array(3 * n);
-  for (let i = 0; i < n; i++) {
-    const [r, g, b] = [rgb[3 * i], rgb[3 * i + 1], rgb[3 * i + 2]];
-    out[i] = g;
-    out[n + i] = (r - g) & 255;
-    out[2 * n + i] = (b - g) & 255;
-  }
-  return out;
-}
 
 test("in colour, a desktop with moving colour is drawn exactly: canvas pixels read back equal the host's colour picture", { timeout: 120000 }, async () => {
   await withServerAndBrowser(["--source", "synthetic", "--scene", "mixed", "--resolution", "800x600", "--no-daylight"], async (server, browser) => {

@@ -1,0 +1,155 @@
+// Named bases (capability 64, spec/PROTOCOL.md "Named bases"), the viewer's side: frames come
+// on WebTransport streams of their own, so they may arrive out of order, and any may be lost.
+// Every delta names the checksum of the picture it applies to. The viewer keeps its last
+// pictures; holds a frame whose base has not arrived yet, for a while; and drops a frame that
+// a newer one overtook. The same rules as crates/session/src/viewer.rs.
+
+import * as v1 from "./v1";
+import { sameU64 } from "./checksum";
+import type { Picture, SavedPicture } from "./picture";
+
+/** Pictures kept after they were verified: more than a host may have in flight. */
+const KEPT = 10;
+/** How long a frame waits for its base, at least, and in round trips. */
+const BASE_WAIT_MS = 25;
+const BASE_WAIT_RTTS = 2;
+/** Frames held at once; beyond, the oldest is handled (its base reported missing). */
+const WAITING_MAX = 4;
+
+/** One transport stream's packets (a frame, with its stream description when it carries one). */
+export interface Unit {
+  recvMs: number;
+  recvUs: number;
+  seq: number;
+  packets: v1.Packet[];
+}
+
+interface Waiting extends Unit {
+  base: v1.U64;
+  until: number;
+}
+
+/** The pictures this viewer kept, by checksum, oldest first. */
+export class KeptPictures {
+  private kept: Array<{ sum: v1.U64; saved: SavedPicture }> = [];
+
+  clear(): void {
+    this.kept = [];
+  }
+
+  holds(sum: v1.U64): boolean {
+    return this.kept.some((k) => sameU64(k.sum, sum));
+  }
+
+  /** Keeps `p` (verified, checksum `sum`), reusing the oldest one's buffers. */
+  keep(p: Picture, sum: v1.U64): void {
+    if (this.holds(sum)) return;
+    const reuse = this.kept.length >= KEPT ? this.kept.shift()!.saved : undefined;
+    this.kept.push({ sum, saved: p.save(reuse) });
+  }
+
+  /** Makes the kept picture with checksum `sum` the picture; false when none is kept. */
+  restore(p: Picture, sum: v1.U64): boolean {
+    const k = this.kept.find((x) => sameU64(x.sum, sum));
+    return k !== undefined && p.restore(k.saved);
+  }
+}
+
+/** Cuts one stream's bytes into its packets; every byte must belong to a whole packet. */
+export function unitPackets(bytes: Uint8Array): v1.Packet[] {
+  const d = new v1.Decoder();
+  d.push(bytes);
+  const out: v1.Packet[] = [];
+  for (let p = d.next(); p !== null; p = d.next()) out.push(p);
+  if (d.pending() !== 0) throw new v1.ProtocolError("a frame stream ended inside a packet");
+  return out;
+}
+
+/** The seq of the frame or Unchanged a unit carries, and what it needs held (its base). */
+function describe(packets: v1.Packet[]): { seq: number | null; base: v1.U64 | null } {
+  for (const p of packets) {
+    if (p.type === v1.T.Frame) return { seq: p.seq, base: p.base };
+    if (p.type === v1.T.Unchanged) return { seq: p.seq, base: p.checksum };
+  }
+  return { seq: null, base: null };
+}
+
+/**
+ * Orders units for the viewer: `handle` gets each unit's packets when its base is held (or its
+ * time is up), never one older than a unit already handled.
+ */
+export class UnitOrder {
+  /** Units dropped because a newer frame came first. */
+  stale = 0;
+  private newest = -1;
+  private waiting: Waiting[] = [];
+  private timer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(
+    /** Whether the picture held, or a kept one, has this checksum. */
+    private readonly holds: (sum: v1.U64) => boolean,
+    private readonly handle: (u: Unit) => void,
+    private readonly nowMs: () => number,
+  ) {}
+
+  reset(): void {
+    this.newest = -1;
+    this.waiting = [];
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  /** A unit arrived. `rttMs` is the smallest round trip measured (0 when none yet). */
+  push(recvMs: number, recvUs: number, packets: v1.Packet[], rttMs: number): void {
+    const { seq, base } = describe(packets);
+    if (seq === null) {
+      this.handle({ recvMs, recvUs, seq: -1, packets });
+      return;
+    }
+    if (seq <= this.newest) {
+      this.stale++;
+      return;
+    }
+    if (base !== null && !this.holds(base)) {
+      const until = recvMs + Math.max(BASE_WAIT_MS, BASE_WAIT_RTTS * rttMs);
+      this.waiting.push({ recvMs, recvUs, seq, packets, base, until });
+      if (this.waiting.length > WAITING_MAX) this.run(this.waiting.shift()!);
+      this.release();
+      return;
+    }
+    this.run({ recvMs, recvUs, seq, packets });
+    this.release();
+  }
+
+  private run(u: Unit): void {
+    if (u.seq <= this.newest) {
+      this.stale++;
+      return;
+    }
+    this.newest = u.seq;
+    this.handle(u);
+  }
+
+  /** Handles the waiting units whose base is now held or whose time is up, oldest first. */
+  private release(): void {
+    for (;;) {
+      const before = this.waiting.length;
+      this.waiting = this.waiting.filter((w) => w.seq > this.newest);
+      this.stale += before - this.waiting.length;
+      const now = this.nowMs();
+      let ready: Waiting | null = null;
+      for (const w of this.waiting) {
+        if ((w.until <= now || this.holds(w.base)) && (ready === null || w.seq < ready.seq)) ready = w;
+      }
+      if (ready === null) break;
+      this.waiting.splice(this.waiting.indexOf(ready), 1);
+      this.run(ready);
+    }
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.waiting.length > 0) {
+      const next = Math.min(...this.waiting.map((w) => w.until));
+      this.timer = setTimeout(() => this.release(), Math.max(0, next - this.nowMs()));
+    }
+  }
+}

@@ -1,0 +1,108 @@
+// Named bases in the page (capability 64): the frame vector with a base (from the independent
+// Python encoder), bad flags refused, and the order in which the viewer takes frames that
+// arrive on streams of their own: held until their base, dropped when overtaken, released
+// when their time is up.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import * as fw from "../../dist-test/common.mjs";
+
+const vec = (name) => new Uint8Array(readFileSync(new URL(`../../../spec/vectors/${name}.bin`, import.meta.url)));
+
+test("a frame with a named base decodes to the vector's values", () => {
+  const d = new fw.Decoder();
+  d.push(vec("v1_frame_based"));
+  const f = d.next();
+  assert.deepEqual([f.seq, f.flags, fw.hexU64(f.checksum), f.rawLen], [45, fw.FrameFlags.RowDelta, "1111222233334444", 16]);
+  assert.equal(fw.hexU64(f.base), "0123456789abcdef");
+  const plan = fw.parseRowPlan(f.payload, 16, 8, 16);
+  assert.deepEqual([plan.dy, plan.ranges], [-1, [[3, 1]]]);
+  const plain = new fw.Decoder();
+  plain.push(vec("v1_frame_rows"));
+  assert.equal(plain.next().base, null);
+});
+
+test("a keyframe with a base, and unknown flag bits, are refused", () => {
+  const body = (flags) => {
+    const b = new Uint8Array(7 + 38 + 8);
+    const v = new DataView(b.buffer);
+    b.set([0x46, 0x57, 0x10]);
+    v.setUint32(3, 46, true);
+    b[7 + 16] = flags;
+    return b;
+  };
+  for (const [flags, why] of [[1 | 8, /keyframe with a base/], [16, /bad frame flags/], [2 | 4, /bad frame flags/]]) {
+    const d = new fw.Decoder();
+    d.push(body(flags));
+    assert.throws(() => d.next(), why, `flags ${flags}`);
+  }
+});
+
+const sum = (n) => ({ lo: n, hi: 0 });
+const frame = (seq, base) => [{ type: fw.T.Frame, seq, base: base === null ? null : sum(base) }];
+
+function harness() {
+  let now = 0;
+  const held = new Set([100]);
+  const handled = [];
+  const order = new fw.UnitOrder((s) => held.has(s.lo), (u) => handled.push(u.seq), () => now);
+  return { order, handled, held, at: (t) => (now = t) };
+}
+
+test("units: a frame whose base has not arrived waits for it, then both go in seq order", () => {
+  const h = harness();
+  h.order.push(0, 0, frame(2, 101), 0); // its base is frame 1's picture, still on its way
+  assert.deepEqual(h.handled, []);
+  h.held.add(101); // frame 1 arrives and is applied
+  h.order.push(1, 1000, frame(1, 100), 0);
+  assert.deepEqual(h.handled, [1, 2]);
+  h.order.reset();
+});
+
+test("units: one overtaken by a newer frame is dropped, and counted", () => {
+  const h = harness();
+  h.order.push(0, 0, frame(5, 100), 0);
+  h.order.push(1, 1000, frame(4, 100), 0);
+  h.order.push(2, 2000, frame(5, 100), 0);
+  assert.deepEqual(h.handled, [5]);
+  assert.equal(h.order.stale, 2);
+  h.order.reset();
+});
+
+test("units: a frame whose base never comes is handled when its time is up (it is then reported missing)", async () => {
+  const h = harness();
+  h.order.push(0, 0, frame(7, 999), 10); // 2 round trips of 10 ms < 25 ms: waits 25 ms
+  assert.deepEqual(h.handled, []);
+  h.at(30);
+  await new Promise((r) => setTimeout(r, 60));
+  assert.deepEqual(h.handled, [7]);
+});
+
+test("units: more than four waiting: the oldest goes at once", () => {
+  const h = harness();
+  for (let s = 10; s < 15; s++) h.order.push(0, 0, frame(s, 500 + s), 0);
+  assert.deepEqual(h.handled, [10]);
+  h.order.reset();
+  // A unit without a frame (a stream description alone) is handled at once.
+  h.order.push(0, 0, [{ type: fw.T.StreamDesc }], 0);
+  assert.deepEqual(h.handled, [10, -1]);
+});
+
+test("kept pictures: a saved picture comes back exactly, the oldest is reused after ten", async () => {
+  await fw.ready();
+  const kept = new fw.KeptPictures();
+  const p = new fw.Picture(4, 3);
+  const pics = [];
+  for (let i = 0; i < 12; i++) {
+    const px = Uint8Array.from({ length: 12 }, (_, k) => (k * 7 + i) & 255);
+    p.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, 12, px);
+    kept.keep(p, p.checksum());
+    pics.push({ px, sum: p.checksum() });
+  }
+  assert.equal(kept.holds(pics[0].sum), false, "the oldest two were dropped");
+  assert.equal(kept.holds(pics[1].sum), false);
+  assert.equal(kept.restore(p, pics[0].sum), false);
+  assert.ok(kept.restore(p, pics[4].sum));
+  assert.deepEqual([...p.rows()], [...pics[4].px]);
+  assert.ok(fw.sameU64(p.checksum(), pics[4].sum));
+});
