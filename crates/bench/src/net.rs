@@ -118,6 +118,9 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
                     quic_dir: Some(cert_dir),
                     daylight_addr: None,
                     token: Some(TOKEN.into()),
+                    // The TCP baseline crosses the emulated network unencrypted, which the
+                    // server refuses unless told (a benchmark between two namespaces).
+                    insecure: transport == Transport::Tcp,
                     control_socket: None,
                     ..ServerConfig::default()
                 };

@@ -88,9 +88,11 @@ pub enum ReplayArg {
 pub struct ServeArgs {
     #[command(flatten)]
     pub source: SourceArgs,
-    /// Address of the authenticated listeners (framewire v1 and HTTP). Anything but loopback
-    /// needs --token (or --insecure). The Daylight, touch and sensor ports have no
-    /// authentication and stay on loopback unless named with their own option.
+    /// Address of the authenticated listeners (QUIC and HTTP). Anything but loopback needs
+    /// --token (or --insecure); there the HTTP port speaks HTTPS, and framewire v1 over plain
+    /// TCP stays on loopback (viewers across a network take --quic-port) unless --insecure.
+    /// The Daylight, touch and sensor ports have no authentication and stay on loopback
+    /// unless named with their own option.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: IpAddr,
     /// Address of the Daylight listener (no authentication: beyond loopback it needs
@@ -162,11 +164,20 @@ pub struct ServeArgs {
     /// Do not open the HTTP port.
     #[arg(long)]
     pub no_http: bool,
+    /// Serve the HTTP port as HTTPS even on loopback (off loopback it always is), with the
+    /// host's self-signed certificate from the config directory (browsers ask once to trust it).
+    #[arg(long, conflicts_with = "plain_http")]
+    pub https: bool,
+    /// Serve plain HTTP off loopback (needs --insecure: the token would cross the network
+    /// readable, and browsers give WebTransport only to secure pages).
+    #[arg(long)]
+    pub plain_http: bool,
     /// Token framewire viewers must present (at least 8 characters; an empty or short one is
     /// refused, not ignored).
     #[arg(long, env = "FRAMEWIRE_TOKEN")]
     pub token: Option<String>,
-    /// Allow serving beyond loopback without a token.
+    /// Allow serving beyond loopback without a token, framewire v1 over plain TCP and plain
+    /// HTTP beyond loopback.
     #[arg(long)]
     pub insecure: bool,
     /// Block codec for framewire viewers. The Daylight listener always sends LZ4, the only

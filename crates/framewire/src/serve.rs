@@ -6,7 +6,7 @@ use anyhow::Context;
 use framewire_capture::Resolution;
 use framewire_codec::tune::{Tuning, PROFILES};
 use framewire_control::{default_socket_path, default_status_path};
-use framewire_server::{ConnLimits, Server, ServerConfig, SourceSpec};
+use framewire_server::{ConnLimits, HttpTls, Server, ServerConfig, SourceSpec};
 
 use crate::cli::{ReplayArg, ServeArgs, SourceArgs};
 
@@ -121,12 +121,17 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         tuning: tuning(a)?,
         resolution: res,
         fps: a.source.fps,
-        v1_addr: Some(SocketAddr::new(a.bind, a.port)),
+        v1_addr: Some(SocketAddr::new(v1_bind(a), a.port)),
         quic_addr: a.quic_port.map(|p| SocketAddr::new(a.bind, p)),
         daylight_addr: (!a.no_daylight).then(|| SocketAddr::new(a.daylight_bind, a.daylight_port)),
         sensor_addr: (!a.no_sensors).then(|| SocketAddr::new(a.sensor_bind, a.sensor_port)),
         sensor_start: sensor_start(&a.sensor_start)?,
         http_addr: (!a.no_http).then(|| SocketAddr::new(a.bind, a.http_port)),
+        http_tls: match (a.https, a.plain_http) {
+            (true, _) => HttpTls::On,
+            (false, true) => HttpTls::Off,
+            (false, false) => HttpTls::Auto,
+        },
         token: a.token.clone(),
         insecure: a.insecure,
         codec: a.codec.codec(),
@@ -193,6 +198,15 @@ fn sensor_start(c: &str) -> anyhow::Result<Option<String>> {
     Ok(Some(c))
 }
 
+/// framewire v1 over plain TCP follows --bind on loopback or with --insecure; off loopback it
+/// stays on loopback (local viewers keep it), and viewers across the network take QUIC.
+fn v1_bind(a: &ServeArgs) -> std::net::IpAddr {
+    if a.bind.is_loopback() || a.insecure {
+        return a.bind;
+    }
+    std::net::IpAddr::from([127, 0, 0, 1])
+}
+
 fn tuning(a: &ServeArgs) -> anyhow::Result<Tuning> {
     let mut t = match &a.profile {
         None => Tuning::NEUTRAL,
@@ -242,6 +256,13 @@ pub async fn run(a: ServeArgs, mirror: bool) -> anyhow::Result<()> {
             v.ip(),
             v.port()
         );
+        if v.ip() != a.bind {
+            let how = match a.quic_port {
+                Some(_) => "take QUIC (below)",
+                None => "need QUIC: add --quic-port PORT",
+            };
+            println!("                     (plain TCP stays on loopback, unencrypted; viewers across the network {how})");
+        }
     }
     if let (Some(q), Some(fp)) = (server.quic_addr, server.quic_fingerprint) {
         let token = if cfg.token.is_some() {
@@ -265,15 +286,27 @@ pub async fn run(a: ServeArgs, mirror: bool) -> anyhow::Result<()> {
         println!("  sensors:           devices send lines to {s} (sensor/<location>, thermal/<location>)");
     }
     if let Some(h) = server.http_addr {
+        let web = if server.https { "https" } else { "http" };
         match &cfg.control_token {
             Some(t) => println!(
-                "  browser viewer:    http://{h}/?token={t}   (this link can control the desktop)"
+                "  browser viewer:    {web}://{h}/?token={t}   (this link can control the desktop)"
             ),
-            None if cfg.token.is_some() => println!("  browser viewer:    http://{h}/?token=TOKEN"),
-            None => println!("  browser viewer:    http://{h}/"),
+            None if cfg.token.is_some() => {
+                println!("  browser viewer:    {web}://{h}/?token=TOKEN")
+            }
+            None => println!("  browser viewer:    {web}://{h}/"),
         }
-        println!("  dashboard:         http://{h}/dashboard");
-        println!("  metrics:           http://{h}/metrics");
+        if let Some(q) = server.quic_addr {
+            println!(
+                "                     (the page takes WebTransport on UDP port {}, else the WebSocket)",
+                q.port()
+            );
+        }
+        if let (true, Some(fp)) = (server.https, server.quic_fingerprint) {
+            println!("                     (self-signed certificate, SHA-256 {fp}: check it when the browser asks)");
+        }
+        println!("  dashboard:         {web}://{h}/dashboard");
+        println!("  metrics:           {web}://{h}/metrics");
     }
     if let Some(t) = server.touch_addr {
         println!("  Daylight touch:    adb reverse tcp:8892 tcp:{}", t.port());

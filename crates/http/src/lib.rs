@@ -8,6 +8,10 @@
 //!   from the server's own registries. Names and units are listed in `spec/PROTOCOL.md`
 //!   ("Metrics").
 //!
+//! Off loopback the port speaks HTTPS (the host's certificate, see `framewire-quic`): the page
+//! then has the secure context WebTransport needs, and its WebSocket (`wss:`) carries the
+//! token encrypted.
+//!
 //! Bounds: at most the listener's connections (`framewire-net`'s gate), a request head in
 //! 10 s and 16 KiB, WebSocket messages of 64 KiB, and a scrape flood costs one render a
 //! quarter second, shared. With a token, `/metrics`, `/api/stats` and `/dashboard` need it.
@@ -48,9 +52,10 @@ use framewire_sensors::Sensors;
 use framewire_telemetry::{counter_set, CounterRegistry, Family};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 pub use access::Access;
 pub use metrics::render;
@@ -77,6 +82,8 @@ counter_set! {
         http_unauthorized: Family,
         /// Scrapes answered from a render another scrape had just made (`metrics`, `stats`).
         http_renders_shared: Family,
+        /// HTTPS connections that never completed their TLS handshake (`handshake`, `timeout`).
+        http_tls_failed: Family,
     }
 }
 
@@ -137,19 +144,51 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone)]
 pub(crate) struct HttpPermit(#[allow(dead_code)] pub(crate) Arc<framewire_net::Permit>);
 
-/// Serves the HTTP port on `l` until the task is dropped, at most `gate`'s connections at once.
+/// A connection's bytes: TCP, or TLS over it.
+trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
+
+/// Serves the HTTP port on `l` until the task is dropped, at most `gate`'s connections at once;
+/// over TLS with `tls` (HTTPS).
 ///
 /// Connections are served by hyper directly rather than `axum::serve`, because that gives no
 /// way to time out a request's head.
-pub async fn serve(l: TcpListener, gate: Arc<Gate>, header_timeout: Duration, ctx: Arc<HttpCtx>) {
+pub async fn serve(
+    l: TcpListener,
+    gate: Arc<Gate>,
+    header_timeout: Duration,
+    ctx: Arc<HttpCtx>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) {
     if let Ok(a) = l.local_addr() {
-        info!(addr = %a, "http: viewer page /, /dashboard, /ws, /api/stats, /metrics");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        info!(addr = %a, scheme, "http: viewer page /, /dashboard, /ws, /api/stats, /metrics");
     }
-    let app = router(ctx);
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+    let app = router(ctx.clone());
     loop {
         let Admitted { sock, peer, permit } = gate.accept(&l).await;
         let app = app.clone();
+        let (tls, ctx) = (tls.clone(), ctx.clone());
         tokio::spawn(async move {
+            let sock: Box<dyn Io> = match tls {
+                None => Box::new(sock),
+                // The handshake has the time a request's head has.
+                Some(acc) => match tokio::time::timeout(header_timeout, acc.accept(sock)).await {
+                    Ok(Ok(s)) => Box::new(s),
+                    Ok(Err(e)) => {
+                        ctx.counters.http_tls_failed.inc("handshake");
+                        if let Some(held) = ctx.log.allow() {
+                            warn!(%peer, error = %e, held, "TLS handshake failed (plain HTTP to the HTTPS port?)");
+                        }
+                        return;
+                    }
+                    Err(_) => {
+                        ctx.counters.http_tls_failed.inc("timeout");
+                        return;
+                    }
+                },
+            };
             let permit = HttpPermit(Arc::new(permit));
             let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
                 req.extensions_mut().insert(ConnectInfo(peer));

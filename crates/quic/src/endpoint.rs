@@ -42,14 +42,25 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// A host endpoint on `addr` with `id`'s certificate. Needs a tokio runtime.
-pub fn server_endpoint(id: &Identity, addr: SocketAddr) -> anyhow::Result<quinn::Endpoint> {
+/// TLS 1.3 with `id`'s certificate, offering `alpn`.
+fn tls_server(id: &Identity, alpn: &[&[u8]]) -> anyhow::Result<rustls::ServerConfig> {
     let mut tls = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_no_client_auth()
         .with_single_cert(vec![id.cert.clone()], id.key.clone_key())
-        .context("the QUIC certificate")?;
-    tls.alpn_protocols = vec![ALPN.to_vec(), H3_ALPN.to_vec()];
+        .context("the host's certificate")?;
+    tls.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+    Ok(tls)
+}
+
+/// The HTTP port's TLS (HTTPS), with the same certificate as QUIC: HTTP/1.1.
+pub fn https_config(id: &Identity) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+    Ok(Arc::new(tls_server(id, &[b"http/1.1"])?))
+}
+
+/// A host endpoint on `addr` with `id`'s certificate. Needs a tokio runtime.
+pub fn server_endpoint(id: &Identity, addr: SocketAddr) -> anyhow::Result<quinn::Endpoint> {
+    let tls = tls_server(id, &[ALPN, H3_ALPN])?;
     let crypto = QuicServerConfig::try_from(tls).context("QUIC TLS settings")?;
     let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     cfg.transport_config(transport());

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `identity.rs` | the host's self-signed certificate: made on first run, kept in the config directory, renewed before it runs out; its SHA-256 fingerprint |
 //! | `pin.rs` | the viewer's check of the host: the certificate must have the fingerprint from the link |
-//! | `endpoint.rs` | the transport settings, and host and viewer endpoints built from them |
+//! | `endpoint.rs` | the transport settings, host and viewer endpoints built from them, and the HTTP port's TLS |
 //!
 //! How v1 runs over a connection: the viewer opens one bidirectional stream for everything but
 //! frames (Hello, Welcome, Ack, Ping, Pong, Input, Goodbye, and a StreamDesc sent alone); the
@@ -17,7 +17,7 @@ mod endpoint;
 mod identity;
 mod pin;
 
-pub use endpoint::{client_endpoint, server_endpoint, ALPN, H3_ALPN};
+pub use endpoint::{client_endpoint, https_config, server_endpoint, ALPN, H3_ALPN};
 pub use identity::{config_dir, Fingerprint, Identity};
 pub use pin::PinnedHost;
 

@@ -19,7 +19,8 @@ pub struct ServerConfig {
     pub v1_addr: Option<SocketAddr>,
     /// framewire v1 over QUIC (UDP); `None` (the default) disables it.
     pub quic_addr: Option<SocketAddr>,
-    /// Where the QUIC certificate is kept (`None`: framewire's config directory).
+    /// Where the host's certificate (QUIC, WebTransport and HTTPS) is kept (`None`:
+    /// framewire's config directory).
     pub quic_dir: Option<PathBuf>,
     /// Daylight-compatible listener; `None` disables it.
     pub daylight_addr: Option<SocketAddr>,
@@ -30,6 +31,8 @@ pub struct ServerConfig {
     pub sensor_start: Option<String>,
     /// HTTP port (`/metrics`); `None` (the library default) disables it.
     pub http_addr: Option<SocketAddr>,
+    /// Whether the HTTP port speaks HTTPS.
+    pub http_tls: HttpTls,
     /// Required from v1 viewers when set; required to bind beyond loopback.
     pub token: Option<String>,
     /// Allows a non-loopback bind without a token (and the token-less Daylight listener).
@@ -166,6 +169,7 @@ impl Default for ServerConfig {
             v1_addr: Some(SocketAddr::from(([127, 0, 0, 1], 7878))),
             quic_addr: None,
             quic_dir: None,
+            http_tls: HttpTls::Auto,
             daylight_addr: Some(SocketAddr::from(([127, 0, 0, 1], 8888))),
             sensor_addr: None,
             sensor_start: Some(framewire_proto::sensor_line::START_COMMAND.to_string()),
@@ -240,9 +244,11 @@ impl ServerConfig {
             }
         }
         if let Some(a) = self.v1_addr {
-            if !a.ip().is_loopback() && self.token.is_none() && !self.insecure {
+            // framewire v1 over TCP is not encrypted: its token (and the screen) would cross
+            // the network readable. Across a network, viewers take QUIC.
+            if !a.ip().is_loopback() && !self.insecure {
                 return Err(format!(
-                    "refusing to serve the screen on {a} (not loopback) without --token; pass --token SECRET, or --insecure if you really mean it"
+                    "refusing to serve framewire v1 over plain TCP on {a} (not loopback): the token and the screen would cross the network unencrypted; serve viewers across a network with --quic-port (TLS 1.3), or pass --insecure if you really mean it"
                 ));
             }
         }
@@ -276,6 +282,11 @@ impl ServerConfig {
                     "refusing to serve the browser viewer on {a} (not loopback) without --token; pass --token SECRET, or --insecure if you really mean it"
                 ));
             }
+            if !a.ip().is_loopback() && self.http_tls == HttpTls::Off && !self.insecure {
+                return Err(format!(
+                    "refusing to serve the HTTP port on {a} (not loopback) without TLS: the token would cross the network unencrypted; leave HTTPS on, or pass --insecure if you really mean it"
+                ));
+            }
         }
         if let Some(a) = self.touch_addr {
             if !a.ip().is_loopback() {
@@ -296,6 +307,31 @@ impl ServerConfig {
     }
 }
 
+/// Whether the HTTP port speaks HTTPS, with the host's self-signed certificate (the same as
+/// QUIC's, kept in the config directory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpTls {
+    /// HTTPS off loopback (the page needs a secure context there for WebTransport, and the
+    /// token must not cross the network in the clear), plain HTTP on loopback (already a
+    /// secure context for browsers).
+    #[default]
+    Auto,
+    On,
+    /// Plain HTTP everywhere (off loopback only with `insecure`).
+    Off,
+}
+
+impl ServerConfig {
+    /// Whether the HTTP port on `a` speaks HTTPS.
+    pub fn https(&self, a: SocketAddr) -> bool {
+        match self.http_tls {
+            HttpTls::Auto => !a.ip().is_loopback(),
+            HttpTls::On => true,
+            HttpTls::Off => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,12 +340,14 @@ mod tests {
         Some(SocketAddr::from((ip, port)))
     }
 
-    /// The README's remote recipe (`--bind 0.0.0.0 --token SECRET`): the authenticated
-    /// listeners leave loopback, the unauthenticated ones stay (they are not refused for it).
+    /// The README's remote recipe (`--bind 0.0.0.0 --token SECRET --quic-port 4433`): the
+    /// encrypted, authenticated listeners leave loopback (QUIC, and HTTP as HTTPS); plain TCP
+    /// v1 and the unauthenticated ones stay (they are not refused for it).
     #[test]
     fn authenticated_listeners_follow_bind_and_the_others_stay_on_loopback() {
         let remote = ServerConfig {
-            v1_addr: on([0, 0, 0, 0], 7878),
+            v1_addr: on([127, 0, 0, 1], 7878),
+            quic_addr: on([0, 0, 0, 0], 4433),
             http_addr: on([0, 0, 0, 0], 8890),
             daylight_addr: on([127, 0, 0, 1], 8888),
             sensor_addr: on([127, 0, 0, 1], 9001),
@@ -317,6 +355,36 @@ mod tests {
             ..ServerConfig::default()
         };
         assert_eq!(remote.check_exposure(), Ok(()));
+        // Off loopback the HTTP port speaks HTTPS; on loopback plain HTTP, unless asked.
+        assert!(remote.https(on([0, 0, 0, 0], 8890).unwrap()));
+        assert!(!remote.https(on([127, 0, 0, 1], 8890).unwrap()));
+        let forced = ServerConfig {
+            http_tls: HttpTls::On,
+            ..remote.clone()
+        };
+        assert!(forced.https(on([127, 0, 0, 1], 8890).unwrap()));
+        // Plain HTTP off loopback, and v1 over plain TCP off loopback, only with --insecure,
+        // token or not: the token would cross the network readable.
+        let plain_http = ServerConfig {
+            http_tls: HttpTls::Off,
+            ..remote.clone()
+        };
+        assert!(plain_http.check_exposure().unwrap_err().contains("TLS"));
+        let tcp_out = ServerConfig {
+            v1_addr: on([0, 0, 0, 0], 7878),
+            ..remote.clone()
+        };
+        assert!(tcp_out
+            .check_exposure()
+            .unwrap_err()
+            .contains("--quic-port"));
+        for c in [plain_http, tcp_out] {
+            let c = ServerConfig {
+                insecure: true,
+                ..c
+            };
+            assert_eq!(c.check_exposure(), Ok(()));
+        }
         // The sensor port off loopback needs its allowlist (or --insecure).
         let sensors_out = ServerConfig {
             sensor_addr: on([0, 0, 0, 0], 9001),

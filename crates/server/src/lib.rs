@@ -26,7 +26,7 @@ mod quic;
 mod server;
 mod webtransport;
 
-pub use config::{ConnLimits, ServerConfig};
+pub use config::{ConnLimits, HttpTls, ServerConfig};
 pub use door::DoorCounters;
 pub use framewire_mirror::input::InputConfig;
 pub use framewire_mirror::{

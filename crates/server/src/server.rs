@@ -27,6 +27,8 @@ pub struct ServerHandle {
     pub daylight_addr: Option<SocketAddr>,
     pub sensor_addr: Option<SocketAddr>,
     pub http_addr: Option<SocketAddr>,
+    /// The HTTP port speaks HTTPS (with the certificate whose fingerprint is `quic_fingerprint`).
+    pub https: bool,
     pub touch_addr: Option<SocketAddr>,
     mirror: Arc<Mirror>,
     sensors: Option<Sensors>,
@@ -41,6 +43,16 @@ pub struct ServerHandle {
     status_task: Option<tokio::task::JoinHandle<()>>,
     /// The control socket's file, removed at shutdown if it is still ours.
     control_socket: Option<framewire_control::SocketFile>,
+}
+
+/// The host's certificate, from the config directory (made on first run, renewed when it runs
+/// out).
+fn identity(cfg: &ServerConfig) -> anyhow::Result<framewire_quic::Identity> {
+    let dir = match &cfg.quic_dir {
+        Some(d) => d.clone(),
+        None => framewire_quic::config_dir()?,
+    };
+    framewire_quic::Identity::load_or_create(&dir)
 }
 
 /// Binds `addr`, saying which listener failed and what to do about it.
@@ -85,6 +97,7 @@ impl Server {
             daylight_addr: None,
             sensor_addr: None,
             http_addr: None,
+            https: false,
             touch_addr: None,
             mirror: mirror.clone(),
             sensors: sensors.clone(),
@@ -104,11 +117,23 @@ impl Server {
             None => None,
         };
         h.http_addr = http.as_ref().map(|l| l.local_addr()).transpose()?;
-        h.start_quic(&cfg, &door)?;
+        let https = h.http_addr.is_some_and(|a| cfg.https(a));
+        // QUIC and HTTPS show the same certificate, so the page's hash pins both.
+        let identity = match cfg.quic_addr.is_some() || https {
+            true => Some(identity(&cfg)?),
+            false => None,
+        };
+        h.https = https;
+        h.quic_fingerprint = identity.as_ref().map(|i| i.fingerprint);
+        h.start_quic(&cfg, &door, identity.as_ref())?;
         h.start_control(&cfg)?;
         h.start_sensors(&cfg)?;
         if let Some(l) = http {
-            h.start_http(l, &cfg, sensors, door)?;
+            let tls = match (https, &identity) {
+                (true, Some(id)) => Some(framewire_quic::https_config(id)?),
+                _ => None,
+            };
+            h.start_http(l, &cfg, sensors, door, tls)?;
         }
         h.start_input(&cfg)?;
         if let Some(name) = &cfg.shm_export {
@@ -203,6 +228,7 @@ impl ServerHandle {
         cfg: &ServerConfig,
         sensors: Option<Sensors>,
         door: Arc<Door>,
+        tls: Option<Arc<rustls::ServerConfig>>,
     ) -> anyhow::Result<()> {
         let access = framewire_http::Access {
             viewer_token: cfg.token.clone(),
@@ -228,27 +254,27 @@ impl ServerHandle {
             gate,
             cfg.header_timeout,
             Arc::new(ctx),
+            tls,
         )));
         Ok(())
     }
 
     /// framewire v1 over QUIC, and browsers' WebTransport on the same port, with the
     /// certificate kept in the config directory.
-    fn start_quic(&mut self, cfg: &ServerConfig, door: &Arc<Door>) -> anyhow::Result<()> {
-        let Some(addr) = cfg.quic_addr else {
+    fn start_quic(
+        &mut self,
+        cfg: &ServerConfig,
+        door: &Arc<Door>,
+        id: Option<&framewire_quic::Identity>,
+    ) -> anyhow::Result<()> {
+        let (Some(addr), Some(id)) = (cfg.quic_addr, id) else {
             return Ok(());
         };
-        let dir = match &cfg.quic_dir {
-            Some(d) => d.clone(),
-            None => framewire_quic::config_dir()?,
-        };
-        let id = framewire_quic::Identity::load_or_create(&dir)?;
-        let endpoint = framewire_quic::server_endpoint(&id, addr)
+        let endpoint = framewire_quic::server_endpoint(id, addr)
             .context("starting the QUIC listener (pick another port with --quic-port)")?;
         let local = endpoint.local_addr()?;
         info!(addr = %local, fingerprint = %id.fingerprint, "framewire QUIC listener");
         self.quic_addr = Some(local);
-        self.quic_fingerprint = Some(id.fingerprint);
         let gate = self.gate("v1");
         let web = crate::webtransport::WebRules {
             http_port: self.http_addr.map(|a| a.port()),

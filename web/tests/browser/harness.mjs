@@ -66,7 +66,7 @@ export async function startServer(args, { command = "serve", env = {}, quic = fa
   ]);
   return {
     ports,
-    url: `http://127.0.0.1:${ports.http}`,
+    url: `${args.includes("--https") ? "https" : "http"}://127.0.0.1:${ports.http}`,
     stderr: () => stderr,
     async stop() {
       proc.kill("SIGTERM");

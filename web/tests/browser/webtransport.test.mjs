@@ -55,3 +55,18 @@ test("WebTransport that fails (a certificate hash that is not the host's): the p
     assert.ok(page.logs.some((l) => l.includes("WebTransport failed")), `the page said why (${page.logs.join(" | ")})`);
   }, { quic: true });
 });
+
+test("the page over HTTPS (as off loopback): a secure context, WebTransport, and the WebSocket fallback over wss", { timeout: 120000 }, async () => {
+  await withServerAndBrowser([...scroll, "--https"], async (server, browser) => {
+    assert.ok(server.url.startsWith("https://"));
+    const { page, s } = await drawn(server, browser, "grey=1", 100, { width: 1000, height: 800 });
+    assert.deepEqual(await page.evaluate(() => [location.protocol, isSecureContext]), ["https:", true]);
+    assert.equal(s.transport, "webtransport");
+    assert.equal(s.checksumFailures, 0, "checksum failures");
+    const ws = await drawn(server, browser, "grey=1&transport=websocket", 60, { width: 1000, height: 800 });
+    assert.equal(ws.s.transport, "websocket");
+    assert.equal(ws.s.checksumFailures, 0, "checksum failures over wss");
+    // Plain HTTP to the HTTPS port gets no page.
+    await assert.rejects(fetch(server.url.replace("https:", "http:")));
+  }, { quic: true });
+});
