@@ -83,6 +83,9 @@ pub enum Bench {
     /// framewire across emulated networks (two network namespaces, a user-space relay for
     /// delay and loss, tbf for the rate): QUIC beside TCP, cell by cell. Needs root.
     Net(BenchNetArgs),
+    /// One emulated link held open for another program (the browser benchmark): prints its
+    /// namespaces and addresses as a JSON line, holds it until standard input closes. Needs root.
+    Link(BenchLinkArgs),
     /// Shared-memory transport between processes: µs per message for routes and channels,
     /// ping-pong latency, frame throughput, futex syscalls per message.
     Ipc(BenchIpcArgs),
@@ -188,6 +191,22 @@ pub struct BenchNetArgs {
     pub seed: u64,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Clone)]
+pub struct BenchLinkArgs {
+    /// Round-trip time in ms (half each way).
+    #[arg(long, default_value_t = 20.0)]
+    pub rtt_ms: f64,
+    /// Packet loss in percent, both ways.
+    #[arg(long, default_value_t = 0.0)]
+    pub loss_pct: f64,
+    /// Link rate in Mbit/s (unlimited when absent).
+    #[arg(long)]
+    pub rate_mbit: Option<u64>,
+    /// Seed of the relay's loss draws.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 #[derive(Args, Clone)]

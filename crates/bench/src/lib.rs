@@ -8,6 +8,7 @@
 //! | `codec_input.rs` | the same on recordings of real programs (`--input`) |
 //! | `e2e.rs` | loopback end-to-end latency (capture → applied) with several viewers |
 //! | `net.rs` | across emulated networks (namespaces, relay, tbf): QUIC beside TCP, cell by cell |
+//! | `link.rs` | one emulated link held open for another program (the browser benchmark) |
 //! | `ipc.rs` | shared-memory transport between processes |
 //! | `x11.rs` | X11 capture on Xvfb, and a server's CPU on an unchanged screen |
 //! | `loadgen.rs` | the sensor listener under load, end to end through a subscriber |
@@ -17,6 +18,7 @@ pub mod codec;
 mod codec_input;
 pub mod e2e;
 pub mod ipc;
+pub mod link;
 pub mod loadgen;
 pub mod net;
 pub mod x11;

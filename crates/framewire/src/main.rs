@@ -62,6 +62,7 @@ fn main() -> std::process::ExitCode {
             cli::Command::Bench(cli::Bench::Codec(a)) => bench_codec::run(a),
             cli::Command::Bench(cli::Bench::E2e(a)) => bench_e2e::run(a).await,
             cli::Command::Bench(cli::Bench::Net(a)) => bench_net::run(&a),
+            cli::Command::Bench(cli::Bench::Link(a)) => framewire_bench::link::run(&a),
             cli::Command::Bench(cli::Bench::Ipc(a)) => bench_ipc::run(a),
             cli::Command::Bench(cli::Bench::X11(a)) => bench_x11::run(a).await,
             cli::Command::Bench(cli::Bench::IpcWorker(a)) => bench_ipc::worker(a),
