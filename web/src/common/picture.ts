@@ -283,14 +283,33 @@ export class Picture {
     return s;
   }
 
-  /** Makes the saved picture (of this size) the picture, valid; every row is redrawn. */
+  /**
+   * Makes the saved picture (of this size) the picture, valid. Only the ring slots whose row
+   * differs (by row hash) are marked for the renderer: a picture a frame or two older mostly
+   * holds the same rows in the same slots, and uploading the whole texture again would cost
+   * more than the frame.
+   */
   restore(from: SavedPicture): boolean {
     if (from.data.length !== this.data.length) return false;
+    const h = this.height;
+    if (this.valid && !this.allDirty) {
+      const a = this.hashes;
+      const b = from.hashes;
+      for (let s = 0; s < h; s++) {
+        const ya = ((s - this.top + h) % h) * 8;
+        const yb = ((s - from.top + h) % h) * 8;
+        for (let k = 0; k < 8; k++) {
+          if (a[ya + k] !== b[yb + k]) {
+            this.dirty[s] = 1;
+            break;
+          }
+        }
+      }
+    } else this.allDirty = true;
     this.data.set(from.data);
     this.hashes.set(from.hashes);
     this.top = from.top;
     this.valid = true;
-    this.allDirty = true;
     return true;
   }
 

@@ -106,3 +106,37 @@ test("kept pictures: a saved picture comes back exactly, the oldest is reused af
   assert.deepEqual([...p.rows()], [...pics[4].px]);
   assert.ok(fw.sameU64(p.checksum(), pics[4].sum));
 });
+
+test("restoring a kept picture marks only the ring slots whose rows differ", async () => {
+  await fw.ready();
+  const [w, h] = [8, 6];
+  const p = new fw.Picture(w, h);
+  const a = Uint8Array.from({ length: w * h }, (_, k) => (k * 13 + 5) & 255);
+  p.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, a.length, a);
+  const kept = new fw.KeptPictures();
+  kept.keep(p, p.checksum());
+  const sumA = p.checksum();
+  // Scroll by one row: row y takes old row y + 1; the last row gets new content.
+  const head = new Uint8Array(16);
+  const v = new DataView(head.buffer);
+  v.setInt32(0, 1, true);
+  v.setUint32(4, 1, true);
+  v.setUint32(8, h - 1, true);
+  v.setUint32(12, 1, true);
+  const payload = new Uint8Array(16 + w);
+  payload.set(head);
+  payload.fill(0x5a, 16);
+  p.apply(fw.FrameFlags.RowDelta, fw.Codec.Raw, w, payload);
+  assert.ok(!fw.sameU64(p.checksum(), sumA));
+  // Drawn: nothing pending.
+  p.dirty.fill(0);
+  p.allDirty = false;
+  assert.ok(kept.restore(p, sumA));
+  assert.deepEqual([...p.rows()], [...a], "the kept picture comes back exactly");
+  assert.equal(p.allDirty, false);
+  assert.equal(p.dirty.reduce((n, d) => n + d, 0), 1, "one slot holds a different row");
+  // A picture that was not valid is redrawn whole.
+  p.valid = false;
+  assert.ok(kept.restore(p, sumA));
+  assert.equal(p.allDirty, true);
+});
