@@ -31,8 +31,9 @@ use crate::webtransport::WebRules;
 const OPEN_FRAMES: usize = 32;
 /// Frame streams left to finish when a newer frame supersedes them.
 const KEEP_UNRESET: usize = 2;
-/// How long a new connection has to open its control stream.
-const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a new connection has to open its control stream (or, for WebTransport, to ask
+/// for its session).
+pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a finished session's connection stays open for its last bytes to arrive.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 

@@ -16,7 +16,7 @@ use tracing::warn;
 use wtransport::endpoint::IncomingSessionFuture;
 
 use crate::door::Door;
-use crate::quic::{FrameLink, FrameStream};
+use crate::quic::{FrameLink, FrameStream, CONTROL_TIMEOUT};
 
 /// The path of the WebTransport session the page opens.
 pub const PATH: &str = "/framewire";
@@ -90,7 +90,14 @@ pub(crate) async fn serve(
     door: &Door,
     rules: &WebRules,
 ) -> anyhow::Result<()> {
-    let req = IncomingSessionFuture::with_quic_connecting(connecting).await?;
+    // A peer that finishes the QUIC handshake but never asks for a session would otherwise
+    // hold its place under the listener's limit for as long as it answers keep-alives.
+    let asked = IncomingSessionFuture::with_quic_connecting(connecting);
+    let Ok(req) = tokio::time::timeout(CONTROL_TIMEOUT, asked).await else {
+        door.counters.handshake_rejected.inc("timeout");
+        anyhow::bail!("no WebTransport session request within {CONTROL_TIMEOUT:?}");
+    };
+    let req = req?;
     if req.path().split('?').next() != Some(PATH) {
         door.counters.handshake_rejected.inc("webtransport_path");
         if let Some(held) = door.log.allow() {

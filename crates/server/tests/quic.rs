@@ -116,3 +116,75 @@ async fn a_wrong_token_is_refused_over_quic() {
     assert_eq!(stats.lock().unwrap().frames, 0);
     s.shutdown().await;
 }
+
+/// A WebTransport client pinned to the host's certificate, as a browser with
+/// `serverCertificateHashes` is.
+fn web_client(
+    pin: Fingerprint,
+) -> wtransport::Endpoint<wtransport::endpoint::endpoint_side::Client> {
+    let cfg = wtransport::ClientConfig::builder()
+        .with_bind_default()
+        .with_server_certificate_hashes([wtransport::tls::Sha256Digest::new(pin.0)])
+        .build();
+    wtransport::Endpoint::client(cfg).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webtransport_sessions_for_another_path_or_from_another_site_are_refused() {
+    let s = server(Scene::Idle).await;
+    let port = s.quic_addr.unwrap().port();
+    let client = web_client(s.quic_fingerprint.unwrap());
+    let wrong_path = client
+        .connect(format!("https://127.0.0.1:{port}/elsewhere"))
+        .await;
+    assert!(wrong_path.is_err(), "a session for another path");
+    // This server has no HTTP port, so no page of its own: a browser's session is refused.
+    let from_a_page = wtransport::endpoint::ConnectOptions::builder(format!(
+        "https://127.0.0.1:{port}/framewire"
+    ))
+    .add_header("origin", "https://evil.example")
+    .build();
+    assert!(
+        client.connect(from_a_page).await.is_err(),
+        "a session from another site"
+    );
+    assert_eq!(s.counter("handshake_rejected.webtransport_path"), 1);
+    assert_eq!(s.counter("handshake_rejected.origin"), 1);
+    // A client that sends no Origin (not a browser) is let in to the front door.
+    let ok = client
+        .connect(format!("https://127.0.0.1:{port}/framewire"))
+        .await;
+    assert!(ok.is_ok(), "{:?}", ok.err());
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_speaks_http3_but_never_asks_for_a_session_is_closed() {
+    let s = server(Scene::Idle).await;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(framewire_quic::PinnedHost::new(
+            s.quic_fingerprint.unwrap(),
+        )))
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![framewire_quic::H3_ALPN.to_vec()];
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    let conn = ep
+        .connect(s.quic_addr.unwrap(), "localhost")
+        .unwrap()
+        .await
+        .unwrap();
+    // quinn answers the host's keep-alives, so only the host's deadline ends this.
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(15), conn.closed()).await;
+    assert!(
+        closed.is_ok(),
+        "the host kept a silent HTTP/3 connection open"
+    );
+    assert_eq!(s.counter("handshake_rejected.timeout"), 1);
+    s.shutdown().await;
+}
