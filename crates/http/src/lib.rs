@@ -95,8 +95,9 @@ pub struct HttpCtx {
     pub registry: CounterRegistry,
     pub counters: Arc<HttpCounters>,
     pub access: Access,
-    /// The host's WebTransport, when it serves QUIC.
-    pub webtransport: Option<WebTransportInfo>,
+    /// The host's certificate as this port uses it (HTTPS, and the hash the page pins for
+    /// WebTransport): swapped when the certificate is renewed.
+    pub cert: std::sync::RwLock<HostCert>,
     /// `/metrics` and `/api/stats`, rendered once for every scrape that arrives meanwhile.
     metrics_cache: cache::Shared,
     stats_cache: cache::Shared,
@@ -122,7 +123,7 @@ impl HttpCtx {
             registry: registry.clone(),
             counters,
             access,
-            webtransport: None,
+            cert: Default::default(),
             metrics_cache: cache::Shared::default(),
             stats_cache: cache::Shared::default(),
             log: Default::default(),
@@ -144,32 +145,47 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone)]
 pub(crate) struct HttpPermit(#[allow(dead_code)] pub(crate) Arc<framewire_net::Permit>);
 
+/// What the HTTP port takes from the host's certificate.
+#[derive(Default, Clone)]
+pub struct HostCert {
+    /// HTTPS with it (`None`: plain HTTP).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The host's WebTransport, when it serves QUIC.
+    pub webtransport: Option<WebTransportInfo>,
+}
+
+impl HttpCtx {
+    /// The certificate as it is now (it may be renewed while the server runs).
+    pub fn host_cert(&self) -> HostCert {
+        self.cert.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
 /// A connection's bytes: TCP, or TLS over it.
 trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
 
 /// Serves the HTTP port on `l` until the task is dropped, at most `gate`'s connections at once;
-/// over TLS with `tls` (HTTPS).
+/// over TLS when the context's certificate has it (HTTPS), each connection with the
+/// certificate of the moment.
 ///
 /// Connections are served by hyper directly rather than `axum::serve`, because that gives no
 /// way to time out a request's head.
-pub async fn serve(
-    l: TcpListener,
-    gate: Arc<Gate>,
-    header_timeout: Duration,
-    ctx: Arc<HttpCtx>,
-    tls: Option<Arc<rustls::ServerConfig>>,
-) {
+pub async fn serve(l: TcpListener, gate: Arc<Gate>, header_timeout: Duration, ctx: Arc<HttpCtx>) {
     if let Ok(a) = l.local_addr() {
-        let scheme = if tls.is_some() { "https" } else { "http" };
+        let scheme = if ctx.host_cert().tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         info!(addr = %a, scheme, "http: viewer page /, /dashboard, /ws, /api/stats, /metrics");
     }
-    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let app = router(ctx.clone());
     loop {
         let Admitted { sock, peer, permit } = gate.accept(&l).await;
         let app = app.clone();
-        let (tls, ctx) = (tls.clone(), ctx.clone());
+        let ctx = ctx.clone();
+        let tls = ctx.host_cert().tls.map(tokio_rustls::TlsAcceptor::from);
         tokio::spawn(async move {
             let sock: Box<dyn Io> = match tls {
                 None => Box::new(sock),

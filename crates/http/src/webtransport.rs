@@ -42,7 +42,7 @@ impl WebTransportInfo {
 }
 
 pub(crate) async fn info(State(ctx): State<Arc<HttpCtx>>) -> Response {
-    match &ctx.webtransport {
+    match &ctx.host_cert().webtransport {
         Some(w) => (
             [
                 (CONTENT_TYPE, "application/json"),

@@ -58,12 +58,19 @@ pub fn https_config(id: &Identity) -> anyhow::Result<Arc<rustls::ServerConfig>> 
     Ok(Arc::new(tls_server(id, &[b"http/1.1"])?))
 }
 
-/// A host endpoint on `addr` with `id`'s certificate. Needs a tokio runtime.
-pub fn server_endpoint(id: &Identity, addr: SocketAddr) -> anyhow::Result<quinn::Endpoint> {
+/// A host's QUIC settings with `id`'s certificate (also for [`quinn::Endpoint::set_server_config`]
+/// when the certificate is renewed).
+pub fn server_config(id: &Identity) -> anyhow::Result<quinn::ServerConfig> {
     let tls = tls_server(id, &[ALPN, H3_ALPN])?;
     let crypto = QuicServerConfig::try_from(tls).context("QUIC TLS settings")?;
     let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     cfg.transport_config(transport());
+    Ok(cfg)
+}
+
+/// A host endpoint on `addr` with `id`'s certificate. Needs a tokio runtime.
+pub fn server_endpoint(id: &Identity, addr: SocketAddr) -> anyhow::Result<quinn::Endpoint> {
+    let cfg = server_config(id)?;
     let sock = udp_socket(addr).with_context(|| format!("binding QUIC on {addr}"))?;
     let runtime = quinn::default_runtime().context("QUIC needs a tokio runtime")?;
     quinn::Endpoint::new(quinn::EndpointConfig::default(), Some(cfg), sock, runtime)

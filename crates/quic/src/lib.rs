@@ -17,7 +17,7 @@ mod endpoint;
 mod identity;
 mod pin;
 
-pub use endpoint::{client_endpoint, https_config, server_endpoint, ALPN, H3_ALPN};
+pub use endpoint::{client_endpoint, https_config, server_config, server_endpoint, ALPN, H3_ALPN};
 pub use identity::{config_dir, Fingerprint, Identity};
 pub use pin::PinnedHost;
 

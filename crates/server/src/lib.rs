@@ -11,6 +11,7 @@
 //!
 //! | file | what |
 //! |---|---|
+//! | `cert.rs` | the host's certificate while it runs: shown by QUIC, WebTransport and HTTPS, renewed before it runs out |
 //! | `config.rs` | the server's configuration, with safe defaults, and its exposure check |
 //! | `server.rs` | starting each subsystem, the handle, shutdown |
 //! | `door.rs` | the v1 front door: Hello, its rules, then a viewer or a subscriber |
@@ -19,6 +20,7 @@
 //! | `quic.rs` | framewire v1 over QUIC: accepting connections, the control stream, one stream per frame |
 //! | `webtransport.rs` | a browser's WebTransport session (HTTP/3 on the QUIC port) into a v1 session |
 
+mod cert;
 pub mod config;
 mod conn;
 mod door;

@@ -12,6 +12,7 @@ use framewire_telemetry::{CounterRegistry, LatencyReport, StageHistograms};
 use tokio::net::TcpListener;
 use tracing::{debug, info, warn};
 
+use crate::cert::HostCertificate;
 use crate::config::{ConnLimits, ServerConfig};
 use crate::door::Door;
 use framewire_net::{listen, Gate, NetCounters};
@@ -29,6 +30,8 @@ pub struct ServerHandle {
     pub http_addr: Option<SocketAddr>,
     /// The HTTP port speaks HTTPS (with the certificate whose fingerprint is `quic_fingerprint`).
     pub https: bool,
+    /// The host's certificate (QUIC, WebTransport, HTTPS), renewed while the server runs.
+    cert: Option<Arc<HostCertificate>>,
     pub touch_addr: Option<SocketAddr>,
     mirror: Arc<Mirror>,
     sensors: Option<Sensors>,
@@ -45,14 +48,12 @@ pub struct ServerHandle {
     control_socket: Option<framewire_control::SocketFile>,
 }
 
-/// The host's certificate, from the config directory (made on first run, renewed when it runs
-/// out).
-fn identity(cfg: &ServerConfig) -> anyhow::Result<framewire_quic::Identity> {
-    let dir = match &cfg.quic_dir {
-        Some(d) => d.clone(),
-        None => framewire_quic::config_dir()?,
-    };
-    framewire_quic::Identity::load_or_create(&dir)
+/// Where the host's certificate is kept.
+fn cert_dir(cfg: &ServerConfig) -> anyhow::Result<std::path::PathBuf> {
+    match &cfg.quic_dir {
+        Some(d) => Ok(d.clone()),
+        None => framewire_quic::config_dir(),
+    }
 }
 
 /// Binds `addr`, saying which listener failed and what to do about it.
@@ -98,6 +99,7 @@ impl Server {
             sensor_addr: None,
             http_addr: None,
             https: false,
+            cert: None,
             touch_addr: None,
             mirror: mirror.clone(),
             sensors: sensors.clone(),
@@ -120,7 +122,11 @@ impl Server {
         let https = h.http_addr.is_some_and(|a| cfg.https(a));
         // QUIC and HTTPS show the same certificate, so the page's hash pins both.
         let identity = match cfg.quic_addr.is_some() || https {
-            true => Some(identity(&cfg)?),
+            true => {
+                let (c, id) = HostCertificate::load(cert_dir(&cfg)?, https)?;
+                h.cert = Some(Arc::new(c));
+                Some(id)
+            }
             false => None,
         };
         h.https = https;
@@ -129,11 +135,11 @@ impl Server {
         h.start_control(&cfg)?;
         h.start_sensors(&cfg)?;
         if let Some(l) = http {
-            let tls = match (https, &identity) {
-                (true, Some(id)) => Some(framewire_quic::https_config(id)?),
-                _ => None,
-            };
-            h.start_http(l, &cfg, sensors, door, tls)?;
+            h.start_http(l, &cfg, sensors, door, identity.as_ref())?;
+        }
+        if let Some(c) = &h.cert {
+            h.tasks
+                .push(tokio::spawn(crate::cert::renew_loop(c.clone())));
         }
         h.start_input(&cfg)?;
         if let Some(name) = &cfg.shm_export {
@@ -228,33 +234,28 @@ impl ServerHandle {
         cfg: &ServerConfig,
         sensors: Option<Sensors>,
         door: Arc<Door>,
-        tls: Option<Arc<rustls::ServerConfig>>,
+        id: Option<&framewire_quic::Identity>,
     ) -> anyhow::Result<()> {
         let access = framewire_http::Access {
             viewer_token: cfg.token.clone(),
             metrics_token: cfg.metrics_token.clone().or_else(|| cfg.token.clone()),
         };
-        let mut ctx = framewire_http::HttpCtx::new(
+        let ctx = Arc::new(framewire_http::HttpCtx::new(
             self.mirror.clone(),
             sensors,
             door,
             &self.registry,
             access,
-        );
-        if let (Some(a), Some(f)) = (self.quic_addr, self.quic_fingerprint) {
-            ctx.webtransport = Some(framewire_http::WebTransportInfo {
-                port: a.port(),
-                path: crate::webtransport::PATH,
-                certificate_hash: f.0,
-            });
+        ));
+        if let (Some(c), Some(id)) = (&self.cert, id) {
+            c.attach_http(ctx.clone(), id)?;
         }
         let gate = self.gate("http");
         self.tasks.push(tokio::spawn(framewire_http::serve(
             l,
             gate,
             cfg.header_timeout,
-            Arc::new(ctx),
-            tls,
+            ctx,
         )));
         Ok(())
     }
@@ -274,6 +275,9 @@ impl ServerHandle {
             .context("starting the QUIC listener (pick another port with --quic-port)")?;
         let local = endpoint.local_addr()?;
         info!(addr = %local, fingerprint = %id.fingerprint, "framewire QUIC listener");
+        if let Some(c) = &self.cert {
+            c.attach_quic(endpoint.clone());
+        }
         self.quic_addr = Some(local);
         let gate = self.gate("v1");
         let web = crate::webtransport::WebRules {
@@ -355,6 +359,20 @@ impl ServerHandle {
     /// The stream hub (when the sensor listener is on).
     pub fn streams(&self) -> Option<&Arc<Streams>> {
         self.sensors.as_ref().map(|s| &s.streams)
+    }
+
+    /// Renews the host's certificate now if it runs out within a day (the server also checks
+    /// every hour); the new fingerprint when it was renewed.
+    pub fn renew_certificate(&self) -> anyhow::Result<Option<framewire_quic::Fingerprint>> {
+        match &self.cert {
+            Some(c) => c.renew(),
+            None => Ok(None),
+        }
+    }
+
+    /// The fingerprint of the certificate shown now (`quic_fingerprint` is the one at start).
+    pub fn current_fingerprint(&self) -> Option<framewire_quic::Fingerprint> {
+        self.cert.as_ref().and_then(|c| c.fingerprint())
     }
 
     /// One counter's value, by the name `/metrics` and the reports use.

@@ -188,3 +188,87 @@ async fn a_peer_that_speaks_http3_but_never_asks_for_a_session_is_closed() {
     assert_eq!(s.counter("handshake_rejected.timeout"), 1);
     s.shutdown().await;
 }
+
+/// `GET path` on a plain-HTTP loopback port: the status line and the body.
+async fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+fn hex(f: Fingerprint) -> String {
+    f.0.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A host that runs longer than its certificate renews it while running: QUIC shows the new
+/// one at once (a viewer pinned to the old fingerprint is refused, one pinned to the new one
+/// gets exact frames), and the page reads the new hash from `/api/webtransport`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_about_to_run_out_is_renewed_while_the_host_runs() {
+    let dir = temp_dir("renew");
+    let cfg = ServerConfig {
+        source: SourceSpec::Synthetic(Scene::Typing),
+        resolution: framewire_capture::Resolution {
+            width: 320,
+            height: 240,
+        },
+        v1_addr: None,
+        daylight_addr: None,
+        quic_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        http_addr: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        quic_dir: Some(dir.clone()),
+        token: Some(TOKEN.into()),
+        ..ServerConfig::default()
+    };
+    let s = Server::start(cfg).await.unwrap();
+    let old = s.quic_fingerprint.unwrap();
+    let http = s.http_addr.unwrap();
+    let (status, body) = http_get(http, "/api/webtransport").await;
+    assert!(status.contains("200"), "{status}");
+    assert!(body.contains(&hex(old)), "{body}");
+
+    // Not due yet: nothing changes.
+    assert_eq!(s.renew_certificate().unwrap(), None);
+    assert_eq!(s.current_fingerprint(), Some(old));
+
+    // An hour left: the next check renews it.
+    let soon = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
+    std::fs::write(dir.join("quic-cert.expires"), soon.to_string()).unwrap();
+    let new = s.renew_certificate().unwrap().expect("renewed");
+    assert_ne!(new, old);
+    assert_eq!(s.current_fingerprint(), Some(new));
+
+    let (_, body) = http_get(http, "/api/webtransport").await;
+    assert!(
+        body.contains(&hex(new)) && !body.contains(&hex(old)),
+        "{body}"
+    );
+
+    let stats = Arc::new(Mutex::new(ViewerStats::default()));
+    let e = run_viewer(options(&s, old, TOKEN), stats.clone(), |_| true)
+        .await
+        .unwrap_err();
+    assert!(format!("{e:#}").contains("fingerprint"), "{e:#}");
+
+    let mut o = options(&s, new, TOKEN);
+    o.max_frames = Some(20);
+    let stats = Arc::new(Mutex::new(ViewerStats::default()));
+    run_viewer(o, stats.clone(), |_| true).await.unwrap();
+    let st = std::mem::take(&mut *stats.lock().unwrap());
+    assert_eq!(st.frames, 20, "{}", st.line());
+    assert_eq!(st.checksum_failures + st.decode_errors, 0, "{}", st.line());
+    s.shutdown().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
