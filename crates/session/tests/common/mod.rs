@@ -25,11 +25,27 @@ pub fn picture(n: u64) -> Vec<u8> {
 pub struct Source {
     pub seq: u64,
     last: Option<(Arc<Vec<u8>>, u64)>,
+    /// Pictures repeat with this period (a blinking cursor: the same pixels again, as a new
+    /// content with the checksum of an earlier one).
+    period: Option<u64>,
 }
 
 impl Source {
     pub fn new() -> Self {
-        Source { seq: 0, last: None }
+        Source {
+            seq: 0,
+            last: None,
+            period: None,
+        }
+    }
+
+    /// A source whose changed pictures cycle through `period` pictures.
+    #[allow(dead_code)]
+    pub fn repeating(period: u64) -> Self {
+        Source {
+            period: Some(period.max(1)),
+            ..Source::new()
+        }
     }
 
     pub fn frame(&mut self, now: u64, same: bool) -> Arc<SourceFrame> {
@@ -38,7 +54,7 @@ impl Source {
         let codec = BlockCodec::Lz4;
         let grey = match (&self.last, same) {
             (Some((g, _)), true) => g.clone(),
-            _ => Arc::new(picture(seq)),
+            _ => Arc::new(picture(self.period.map_or(seq, |p| seq % p))),
         };
         let checksum = picture_checksum(&grey, W as usize);
         let compress = |data: &[u8]| {
