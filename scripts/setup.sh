@@ -4,7 +4,7 @@
 # with rustfmt and clippy, promtool (Prometheus' checker, for the /metrics test), Node with the
 # web pages' npm packages, Chromium and Xvfb (browser and X11 tests), xterm, xdotool and
 # x11vnc (a real application in colour; the VNC peer), and a Python virtualenv
-# with pytest, lz4 and xxhash for the independent Daylight client. Anything already present is left alone.
+# with pytest, lz4, xxhash and zstandard for the independent clients and the codec tests. Anything already present is left alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,8 +51,9 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   python3 -m venv .venv
 fi
-# python-xlib: the browser input test's independent X client (web/tests/browser/xprobe.py).
-if ! .venv/bin/python -c 'import pytest, lz4.block, xxhash, Xlib' >/dev/null 2>&1; then
-  echo "setup: installing pytest, lz4, xxhash, python-xlib into .venv"
-  .venv/bin/pip install -q --disable-pip-version-check pytest lz4 xxhash python-xlib
+# python-xlib: the browser input test's independent X client (web/tests/browser/xprobe.py);
+# zstandard: the C libzstd, which makes the frames the page's zstd decoder is tested on.
+if ! .venv/bin/python -c 'import pytest, lz4.block, xxhash, Xlib, zstandard' >/dev/null 2>&1; then
+  echo "setup: installing pytest, lz4, xxhash, python-xlib, zstandard into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check pytest lz4 xxhash python-xlib zstandard
 fi

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import lz4.block
 import xxhash
+import zstandard
 
 MAGIC = b"FW"
 HELLO, WELCOME, STREAM_DESC, FRAME, UNCHANGED = 0x01, 0x02, 0x03, 0x10, 0x11
@@ -25,7 +26,7 @@ ACK, PING, PONG, COMMAND, GOODBYE = 0x20, 0x30, 0x31, 0x40, 0x7F
 CAP_LZ4, CAP_ZSTD, CAP_UNCHANGED, CAP_XXH3, CAP_MOVED_RECTS, CAP_COLOUR = 1, 2, 4, 8, 16, 32
 FORMAT_GREY, FORMAT_PLANAR_GDIFF = 1, 2
 FLAG_KEYFRAME, FLAG_ROWS, FLAG_RECTS = 1, 2, 4
-CODEC_RAW, CODEC_LZ4 = 0, 1
+CODEC_RAW, CODEC_LZ4, CODEC_ZSTD = 0, 1, 2
 MAX_MOVES = 64
 MAX_BODY = 50_529_091  # a 4096x4096 colour frame (3 planes), LZ4 worst case, + fields
 
@@ -162,6 +163,21 @@ def decompress(codec: int, block: bytes, size: int) -> bytes:
         if len(out) != size:
             raise ProtocolError("LZ4 block of the wrong size")
         return out
+    if codec == CODEC_ZSTD:
+        # One frame that states its size (the spec): checked before anything is decoded.
+        try:
+            stated = zstandard.frame_content_size(block)
+        except zstandard.ZstdError as e:
+            raise ProtocolError(f"not a zstd frame: {e}") from e
+        if stated != size:
+            raise ProtocolError(f"zstd frame of {stated} bytes, not {size}")
+        try:
+            out = zstandard.ZstdDecompressor().decompress(block, max_output_size=size)
+        except zstandard.ZstdError as e:
+            raise ProtocolError(f"corrupt zstd frame: {e}") from e
+        if len(out) != size:
+            raise ProtocolError("zstd frame of the wrong size")
+        return out
     raise ProtocolError(f"codec {codec} is not supported here")
 
 
@@ -198,6 +214,7 @@ class Shown:
     flags: int
     ok: bool
     payload_len: int
+    codec: int = CODEC_RAW
 
 
 def packet(ptype: int, body: bytes) -> bytes:
@@ -269,7 +286,7 @@ class Viewer:
                 ok = pic.checksum() == checksum
                 self.sock.sendall(packet(ACK, struct.pack("<QBQQQ", seq, 0 if ok else 1, 0, 0, 0)))
                 shown += 1
-                yield Shown(seq, flags, ok, len(payload))
+                yield Shown(seq, flags, ok, len(payload), codec)
             elif ptype == UNCHANGED:
                 seq, _cap, checksum = struct.unpack_from("<QQQ", body, 0)
                 ok = self.picture is not None and self.picture.checksum() == checksum

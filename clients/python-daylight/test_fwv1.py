@@ -121,3 +121,29 @@ def test_colour_arrives_exact_and_in_colour():
     rgb = v.rgb()
     assert len(rgb) == 160 * 120 * 3
     assert sum(1 for i in range(0, len(rgb), 3) if rgb[i] != rgb[i + 1]) > 100, "the picture has colour"
+
+
+def test_zstd_frames_apply_exactly_when_the_host_encodes_zstd():
+    caps = fwv1.CAP_LZ4 | fwv1.CAP_ZSTD | fwv1.CAP_UNCHANGED | fwv1.CAP_XXH3 | fwv1.CAP_MOVED_RECTS
+    with host("--scene", "scroll", "--resolution", "320x240", "--codec", "zstd") as srv:
+        v = fwv1.Viewer.connect("127.0.0.1", srv.v1_port, caps=caps)
+        shown = list(v.frames(40))
+        v.close()
+    assert all(s.ok for s in shown), [s for s in shown if not s.ok][:3]
+    framed = [s for s in shown if s.payload_len > 0]
+    assert framed and all(s.codec == fwv1.CODEC_ZSTD for s in framed), {s.codec for s in framed}
+
+
+def test_a_zstd_frame_is_refused_unless_it_states_the_promised_size():
+    import zstandard
+    raw = bytes(range(256)) * 20
+    block = zstandard.ZstdCompressor(level=1, write_content_size=True).compress(raw)
+    assert fwv1.decompress(fwv1.CODEC_ZSTD, block, len(raw)) == raw
+    for size in (len(raw) - 1, len(raw) + 1):
+        with pytest.raises(fwv1.ProtocolError):
+            fwv1.decompress(fwv1.CODEC_ZSTD, block, size)
+    unstated = zstandard.ZstdCompressor(level=1, write_content_size=False).compress(raw)
+    with pytest.raises(fwv1.ProtocolError):
+        fwv1.decompress(fwv1.CODEC_ZSTD, unstated, len(raw))
+    with pytest.raises(fwv1.ProtocolError):
+        fwv1.decompress(fwv1.CODEC_ZSTD, b"junk" * 10, len(raw))

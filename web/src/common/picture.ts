@@ -3,6 +3,7 @@
 // so the renderer uploads only them; the renderer samples row y at slot (top + y) mod height.
 
 import { decodeBlock } from "./lz4";
+import { decodeZstd } from "./zstd";
 import { hash64, hashInto } from "./checksum";
 import { Codec, FrameFlags, type U64 } from "./v1";
 
@@ -134,7 +135,8 @@ export class Picture {
     else if (codec === Codec.Raw) {
       if (payload.length !== out.length) throw new DecodeError("raw payload of the wrong size");
       out.set(payload);
-    } else throw new DecodeError("zstd is not supported by the browser viewer (it asks for lz4)");
+    } else if (codec === Codec.Zstd) decodeZstd(payload, out);
+    else throw new DecodeError(`unknown codec ${codec}`);
   }
 
   /**

@@ -111,6 +111,7 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
       if (!key && !picture.valid) return; // waiting for the keyframe we asked for
       try {
         picture.apply(p.flags, p.codec, p.rawLen, p.payload);
+        stats.codec = codecName(p.codec);
       } catch (e) {
         stats.decodeErrors++;
         console.warn("framewire: decode error", e);
@@ -233,7 +234,7 @@ function connect(): void {
     },
   };
   const hello = (namedBases: boolean): Uint8Array => {
-    const caps = v1.Caps.Lz4 | v1.Caps.Unchanged | v1.Caps.Xxh3 | v1.Caps.MovedRects
+    const caps = v1.Caps.Lz4 | v1.Caps.Zstd | v1.Caps.Unchanged | v1.Caps.Xxh3 | v1.Caps.MovedRects
       | (wantGrey ? 0 : v1.Caps.Colour) | (namedBases ? v1.Caps.NamedBases : 0);
     return v1.hello(v1.Role.Viewer, caps, "screen", token);
   };
@@ -270,7 +271,7 @@ function renderOverlay(): void {
     `draw ${f(stats.draw.median())} ms\n` +
     `recv→drawn ${f(stats.total.median())} ms\n` +
     `${(stats.bytesPerSecond() / 1e6).toFixed(2)} MB/s  ${(stats.bytes / 1e6).toFixed(1)} MB total\n` +
-    `frames ${stats.frames}  key ${stats.keyframes}  unchanged ${stats.unchanged}\n` +
+    `frames ${stats.frames}  key ${stats.keyframes}  unchanged ${stats.unchanged}  ${stats.codec}\n` +
     `checksum failures ${stats.checksumFailures}  decode errors ${stats.decodeErrors}`;
 }
 setInterval(renderOverlay, 250);
@@ -304,6 +305,10 @@ declare global {
     };
   }
 }
+function codecName(c: number): string {
+  return c === v1.Codec.Lz4 ? "lz4" : c === v1.Codec.Zstd ? "zstd" : c === v1.Codec.Raw ? "raw" : `codec ${c}`;
+}
+
 window.framewire = {
   stats: () => ({
     frames: stats.frames,
@@ -311,6 +316,7 @@ window.framewire = {
     unchanged: stats.unchanged,
     checksumFailures: stats.checksumFailures,
     decodeErrors: stats.decodeErrors,
+    codec: stats.codec,
     reconnects: stats.reconnects,
     bytes: stats.bytes,
     connected: link !== null && link.isOpen(),

@@ -32,6 +32,8 @@ export class ViewerStats {
   unchanged = 0;
   checksumFailures = 0;
   decodeErrors = 0;
+  /** The codec of the last frame applied (lz4, zstd or raw). */
+  codec = "";
   bytes = 0;
   reconnects = 0;
   /** ms: receive → decoded and applied to the picture (LZ4, XOR, row hashes). */

@@ -39,20 +39,68 @@ test("LZ4 blocks made by liblz4 decode to their input", () => {
   }
 });
 
-test("LZ4: random and mutated blocks only ever raise Lz4Error", () => {
-  const r = rng(99);
-  const base = new Uint8Array(py("import sys,lz4.block as b; sys.stdout.buffer.write(b.compress(bytes(range(256))*40, store_size=False))", Buffer.alloc(0)));
-  for (let i = 0; i < 3000; i++) {
-    let b;
-    if (i % 2 === 0) b = new Uint8Array((r() * 64) | 0).map(() => (r() * 256) | 0);
-    else {
-      b = base.slice(0, 1 + ((r() * base.length) | 0));
-      b[(r() * b.length) | 0] = (r() * 256) | 0;
+/** `n` inputs for a decoder: random bytes, and `base` cut short with one byte changed, in turn. */
+function* garbled(seed, base, n) {
+  const r = rng(seed);
+  for (let i = 0; i < n; i++) {
+    if (i % 2 === 0) {
+      yield new Uint8Array((r() * 64) | 0).map(() => (r() * 256) | 0);
+      continue;
     }
+    const b = base.slice(0, 1 + ((r() * base.length) | 0));
+    b[(r() * b.length) | 0] = (r() * 256) | 0;
+    yield b;
+  }
+}
+
+test("LZ4: random and mutated blocks only ever raise Lz4Error", () => {
+  const base = new Uint8Array(py("import sys,lz4.block as b; sys.stdout.buffer.write(b.compress(bytes(range(256))*40, store_size=False))", Buffer.alloc(0)));
+  for (const b of garbled(99, base, 3000)) {
     try {
       fw.decodeBlock(b, new Uint8Array(10240));
     } catch (e) {
       assert.ok(e instanceof fw.Lz4Error, String(e));
+    }
+  }
+});
+
+// zstd frames as the host makes them (one frame, its content size in the header), by libzstd.
+const zstdOf = (raw, level = 1) =>
+  new Uint8Array(py("import sys,zstandard as z; sys.stdout.buffer.write(z.ZstdCompressor(level=" + level + ", write_content_size=True).compress(sys.stdin.buffer.read()))", raw));
+
+test("zstd frames made by libzstd decode to their input, and only into exactly their size", () => {
+  for (const raw of samples()) {
+    if (raw.length === 0) continue;
+    for (const level of [1, 19]) {
+      const frame = zstdOf(raw, level);
+      assert.equal(fw.zstdContentSize(frame), raw.length);
+      const out = new Uint8Array(raw.length);
+      fw.decodeZstd(frame, out);
+      assert.ok(Buffer.from(out).equals(Buffer.from(raw)), `round trip of ${raw.length} bytes at level ${level}`);
+      assert.throws(() => fw.decodeZstd(frame, new Uint8Array(raw.length + 1)), fw.ZstdError);
+      assert.throws(() => fw.decodeZstd(frame, new Uint8Array(raw.length - 1)), fw.ZstdError);
+    }
+  }
+});
+
+test("zstd: a header naming a huge size is refused before anything is allocated", () => {
+  // Magic, then a header with an 8-byte content size of 2^40 (no window descriptor).
+  const b = new Uint8Array([0x28, 0xb5, 0x2f, 0xfd, 0xe0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0]);
+  assert.throws(() => fw.zstdContentSize(b), fw.ZstdError);
+  // 3 GB, stated in 4 bytes: read, and refused as the wrong size for the picture.
+  const c = new Uint8Array([0x28, 0xb5, 0x2f, 0xfd, 0xa0, 0, 0, 0, 0xc0, 1, 0, 0]);
+  assert.equal(fw.zstdContentSize(c), 0xc0000000);
+  assert.throws(() => fw.decodeZstd(c, new Uint8Array(100)), fw.ZstdError);
+});
+
+test("zstd: random and mutated frames only ever raise ZstdError", () => {
+  const raw = new Uint8Array(20_000).map((_, i) => (i % 1600 < 40 ? 255 : (i * 7) & 0xff));
+  for (const b of garbled(1234, zstdOf(raw), 2000)) {
+    const out = new Uint8Array(raw.length);
+    try {
+      fw.decodeZstd(b, out);
+    } catch (e) {
+      assert.ok(e instanceof fw.ZstdError, String(e));
     }
   }
 });
