@@ -93,16 +93,13 @@ pub struct ViewerFlowStats {
     pub rebased: u64,
     /// Frames the viewer could not apply because a frame before them was lost (ACK status 3).
     pub bases_missing: u64,
-    /// Frames sent beyond the byte budget while the viewer's ACKs had stopped, made against
-    /// the picture it acknowledged (see [`STALL_AFTER_US`]).
-    pub stall_probes: u64,
 }
 
 // Both functions take the struct apart with a pattern that has no `..`: a field added to the
 // struct and not here fails to compile, so neither `/metrics` nor the totals can miss it.
 impl ViewerFlowStats {
     /// Each figure by name (the names `/metrics` uses), in declaration order.
-    pub fn fields(&self) -> [(&'static str, u64); 14] {
+    pub fn fields(&self) -> [(&'static str, u64); 13] {
         let ViewerFlowStats {
             frames_planned,
             keyframes,
@@ -117,7 +114,6 @@ impl ViewerFlowStats {
             refresh_keyframes,
             rebased,
             bases_missing,
-            stall_probes,
         } = *self;
         [
             ("frames_planned", frames_planned),
@@ -133,7 +129,6 @@ impl ViewerFlowStats {
             ("refresh_keyframes", refresh_keyframes),
             ("rebased", rebased),
             ("bases_missing", bases_missing),
-            ("stall_probes", stall_probes),
         ]
     }
 
@@ -153,7 +148,6 @@ impl ViewerFlowStats {
             refresh_keyframes,
             rebased,
             bases_missing,
-            stall_probes,
         } = *o;
         self.frames_planned += frames_planned;
         self.keyframes += keyframes;
@@ -168,7 +162,6 @@ impl ViewerFlowStats {
         self.refresh_keyframes += refresh_keyframes;
         self.rebased += rebased;
         self.bases_missing += bases_missing;
-        self.stall_probes += stall_probes;
     }
 }
 
@@ -197,25 +190,7 @@ pub struct ViewerFlow {
     stats: ViewerFlowStats,
     /// Bytes in flight budgeted from the delivery rate, for viewers that have it.
     bytes: Option<DeliveryRate>,
-    /// When the last ACK arrived (µs), once one has.
-    last_ack_us: Option<u64>,
-    /// A stall probe may go at or after this moment (µs).
-    next_probe_us: u64,
-    /// When [`ViewerFlow::can_send`] allowed a frame only as a stall probe: the next plan is
-    /// made against the acknowledged picture.
-    probe_allowed: Option<u64>,
 }
-
-/// A viewer with a byte budget whose ACKs stopped (a blackout, a Wi-Fi hiccup) while frames
-/// are in flight is *stalled* once its oldest frame in flight is older than its minimum RTT,
-/// plus the time that frame takes to cross at the measured delivery rate, plus
-/// [`STALL_AFTER_US`]. From then on, one frame every [`PROBE_EVERY_US`] goes beyond the
-/// budget (while less than twice the budget is in flight), made against the picture the viewer acknowledged (so it needs none of the frames
-/// lost in the blackout, and older streams are reset): the first one to cross when the path
-/// comes back makes the picture exact, instead of waiting for the transport's own probes
-/// (whose timeout doubles with each one lost) and the repair of every frame behind them.
-pub const STALL_AFTER_US: u64 = 60_000;
-pub const PROBE_EVERY_US: u64 = 25_000;
 
 impl ViewerFlow {
     pub fn new(limit: InflightLimit, ack_timeout_us: u64) -> Self {
@@ -232,9 +207,6 @@ impl ViewerFlow {
             deltas_since_key: 0,
             stats: ViewerFlowStats::default(),
             bytes: None,
-            last_ack_us: None,
-            next_probe_us: 0,
-            probe_allowed: None,
         }
     }
 
@@ -295,42 +267,15 @@ impl ViewerFlow {
                 b.forget_before(self.inflight.front().map_or(u64::MAX, |&(s, _)| s));
             }
         }
-        let room = (self.inflight.len() as u32) < self.current_limit()
-            && self.bytes.as_ref().is_none_or(DeliveryRate::has_room);
-        let probe = !room && self.stall_probe_at().is_some_and(|t| now_us >= t);
-        self.probe_allowed = probe.then_some(now_us);
-        room || probe
-    }
-
-    /// When the next stall probe may go, while the viewer is stalled (see [`STALL_AFTER_US`]):
-    /// only for a viewer with a byte budget that has acknowledged something.
-    fn stall_probe_at(&self) -> Option<u64> {
-        let b = self.bytes.as_ref()?;
-        self.last_ack_us?;
-        let &(_, oldest) = self.inflight.front()?;
-        // The oldest frame takes its time to cross at the measured rate: a slow path still
-        // delivering a large frame is not a stalled one.
-        let crossing = b.oldest_crossing_us()?;
-        let e = b.estimate();
-        // At most one budget beyond the budget: a stall on a path full of large frames (a
-        // video) gets one probe, not one every interval.
-        if e.inflight_bytes >= 2 * e.budget_bytes {
-            return None;
-        }
-        let stalled_at = oldest + e.min_rtt_us + crossing + STALL_AFTER_US;
-        Some(stalled_at.max(self.next_probe_us))
+        (self.inflight.len() as u32) < self.current_limit()
+            && self.bytes.as_ref().is_none_or(DeliveryRate::has_room)
     }
 
     /// When the oldest frame in flight runs out of time for its ACK (µs), if any.
     pub fn next_expiry(&self) -> Option<u64> {
-        let expiry = self
-            .inflight
+        self.inflight
             .front()
-            .map(|&(_, sent)| sent + self.ack_timeout_us);
-        match (expiry, self.stall_probe_at()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+            .map(|&(_, sent)| sent + self.ack_timeout_us)
     }
 
     /// The viewer asked for a keyframe (e.g. its checksum did not match).
@@ -379,9 +324,6 @@ impl ViewerFlow {
             Plan::Keyframe { forced: true }
         } else if self.rebase_requested {
             rebase(bases.acknowledged)
-        } else if self.probe_allowed.is_some() && bases.acknowledged.is_some() {
-            self.stats.stall_probes += 1;
-            rebase(bases.acknowledged)
         } else if self.reference.is_none() {
             Plan::Keyframe { forced: false }
         } else if self.reference == Some(f.content_id) {
@@ -404,9 +346,6 @@ impl ViewerFlow {
             rebase(bases.reference.filter(|_| self.reference.is_some()))
         };
         self.rebase_requested = false;
-        if let Some(at) = self.probe_allowed.take() {
-            self.next_probe_us = at + PROBE_EVERY_US;
-        }
         match plan {
             Plan::Keyframe { forced } => {
                 self.stats.keyframes += 1;
@@ -444,7 +383,6 @@ impl ViewerFlow {
             return AckOutcome::Unknown;
         }
         self.stats.acks += 1;
-        self.last_ack_us = Some(now_us);
         if let Some(b) = &mut self.bytes {
             b.on_ack(seq, now_us);
         }
@@ -629,97 +567,6 @@ mod tests {
         assert_eq!(v.stats().ack_timeouts, 3);
         assert_eq!(v.on_ack(999, now), AckOutcome::Unknown);
         assert_eq!(v.stats().unknown_acks, 1);
-    }
-
-    /// A viewer with a byte budget on a 40 ms path, running at 60 fps until its ACKs stop: no
-    /// frame goes beyond the budget until the oldest in flight is a minimum RTT plus
-    /// `STALL_AFTER_US` old, then one every `PROBE_EVERY_US`, each made against the picture it
-    /// acknowledged; an ACK ends the stall.
-    #[test]
-    fn a_stalled_viewer_gets_one_probe_frame_at_a_time_against_its_acknowledged_picture() {
-        let mut v = flow().with_byte_budget();
-        let (mut now, frame) = (0u64, 16_667u64);
-        let mut seq = 0u64;
-        let acked = |s: u64| Bases {
-            reference: Some(s),
-            acknowledged: Some(s),
-            prefer_acknowledged: true,
-        };
-        // Steady state: every frame ACKed 40 ms after it went.
-        let mut sent_at = Vec::new();
-        while now < 1_000_000 {
-            while let Some(&(s, t)) = sent_at.first() {
-                if t + 40_000 > now {
-                    break;
-                }
-                v.on_ack(s, t + 40_000);
-                sent_at.remove(0);
-            }
-            if v.can_send(now) {
-                v.plan_with_bases(&changing(seq), acked(seq.saturating_sub(1)));
-                v.on_sent(seq, 2_000, now);
-                sent_at.push((seq, now));
-            }
-            seq += 1;
-            now += frame;
-        }
-        assert_eq!(v.stats().stall_probes, 0, "{:?}", v.stats());
-        // The path goes dark: ACKs stop. The last one acknowledged frame `last`.
-        let last = sent_at.first().map_or(seq - 1, |&(s, _)| s - 1);
-        let oldest = sent_at.first().map_or(now, |&(_, t)| t);
-        let e = v.link_estimate().expect("a byte budget");
-        // 2 000 bytes at the measured rate (about 120 kB/s): about 17 ms to cross.
-        let crossing = 2_000 * 1_000_000 / e.rate_bytes_per_s;
-        assert!((10_000..30_000).contains(&crossing), "{e:?}");
-        let stall = oldest + e.min_rtt_us + crossing + STALL_AFTER_US;
-        let mut probes = Vec::new();
-        for _ in 0..30 {
-            if v.can_send(now) {
-                let plan = v.plan_with_bases(&changing(seq), acked(last));
-                v.on_sent(seq, 2_000, now);
-                if now >= stall {
-                    assert_eq!(plan, Plan::Rebased { base: last }, "at {now}");
-                    probes.push((now, seq));
-                }
-            }
-            seq += 1;
-            now += frame;
-        }
-        assert!(probes.len() >= 2, "probes while stalled: {probes:?}");
-        assert!(
-            probes[0].0 < stall + frame,
-            "first probe {probes:?} for a stall at {stall}"
-        );
-        assert!(
-            probes.windows(2).all(|w| w[1].0 - w[0].0 >= PROBE_EVERY_US),
-            "probes closer than {PROBE_EVERY_US} µs: {probes:?}"
-        );
-        assert_eq!(v.stats().stall_probes, probes.len() as u64);
-        // Never more than twice the budget in flight.
-        let e = v.link_estimate().expect("a byte budget");
-        assert!(e.inflight_bytes < 2 * e.budget_bytes + 2_000, "{e:?}");
-        // The path comes back: an ACK for the last probe settles what was before it.
-        let (_, probe_seq) = *probes.last().expect("checked above");
-        v.on_ack(probe_seq, now);
-        assert!(v.can_send(now));
-    }
-
-    #[test]
-    fn a_viewer_without_a_byte_budget_is_never_probed() {
-        let mut v = flow();
-        v.on_sent(0, 1000, 0);
-        v.on_ack(0, 10_000);
-        let mut seq = 1;
-        while v.can_send(20_000) {
-            v.on_sent(seq, 1000, 20_000);
-            seq += 1;
-        }
-        assert!(
-            !v.can_send(1_000_000),
-            "at its frame limit, and not stalled-probed"
-        );
-        assert_eq!(v.next_expiry(), Some(20_000 + 2_000_000));
-        assert_eq!(v.stats().stall_probes, 0);
     }
 
     #[test]
