@@ -93,13 +93,19 @@ pub struct ViewerFlowStats {
     pub rebased: u64,
     /// Frames the viewer could not apply because a frame before them was lost (ACK status 3).
     pub bases_missing: u64,
+    /// Frames sent beyond the byte budget while the viewer's ACKs had stopped, made against
+    /// the picture it acknowledged (see [`STALL_AFTER_US`]).
+    pub stall_probes: u64,
+    /// Keyframes sent because the viewer could not apply a frame made against the picture it
+    /// acknowledged: it no longer holds that picture.
+    pub acknowledged_lost: u64,
 }
 
 // Both functions take the struct apart with a pattern that has no `..`: a field added to the
 // struct and not here fails to compile, so neither `/metrics` nor the totals can miss it.
 impl ViewerFlowStats {
     /// Each figure by name (the names `/metrics` uses), in declaration order.
-    pub fn fields(&self) -> [(&'static str, u64); 13] {
+    pub fn fields(&self) -> [(&'static str, u64); 15] {
         let ViewerFlowStats {
             frames_planned,
             keyframes,
@@ -114,6 +120,8 @@ impl ViewerFlowStats {
             refresh_keyframes,
             rebased,
             bases_missing,
+            stall_probes,
+            acknowledged_lost,
         } = *self;
         [
             ("frames_planned", frames_planned),
@@ -129,6 +137,8 @@ impl ViewerFlowStats {
             ("refresh_keyframes", refresh_keyframes),
             ("rebased", rebased),
             ("bases_missing", bases_missing),
+            ("stall_probes", stall_probes),
+            ("acknowledged_lost", acknowledged_lost),
         ]
     }
 
@@ -148,6 +158,8 @@ impl ViewerFlowStats {
             refresh_keyframes,
             rebased,
             bases_missing,
+            stall_probes,
+            acknowledged_lost,
         } = *o;
         self.frames_planned += frames_planned;
         self.keyframes += keyframes;
@@ -162,6 +174,8 @@ impl ViewerFlowStats {
         self.refresh_keyframes += refresh_keyframes;
         self.rebased += rebased;
         self.bases_missing += bases_missing;
+        self.stall_probes += stall_probes;
+        self.acknowledged_lost += acknowledged_lost;
     }
 }
 
@@ -190,7 +204,33 @@ pub struct ViewerFlow {
     stats: ViewerFlowStats,
     /// Bytes in flight budgeted from the delivery rate, for viewers that have it.
     bytes: Option<DeliveryRate>,
+    /// When the last ACK arrived (µs), once one has.
+    last_ack_us: Option<u64>,
+    /// A stall probe may go at or after this moment (µs).
+    next_probe_us: u64,
+    /// When [`ViewerFlow::can_send`] allowed a frame only as a stall probe: the next plan is
+    /// made against the acknowledged picture.
+    probe_allowed: Option<u64>,
+    /// Stall probes are on (see [`ViewerFlow::with_stall_probes`]).
+    probes_on: bool,
+    /// The frame being planned is a stall probe (set by the plan, read by `on_sent`).
+    probing: bool,
+    /// Bytes sent as stall probes since the last ACK.
+    probe_bytes: u64,
 }
+
+/// A viewer with a byte budget whose ACKs stopped (a blackout, a Wi-Fi hiccup) while frames
+/// are in flight is *stalled* once its oldest frame in flight is older than its minimum RTT,
+/// plus the time that frame takes to cross at the measured delivery rate, plus
+/// [`STALL_AFTER_US`]. From then on, one frame every [`PROBE_EVERY_US`] goes beyond the
+/// budget, made against the picture the viewer acknowledged, until the probes since the last
+/// ACK have cost one byte budget. A probe needs none of the frames lost in the blackout, and
+/// the transport gives up on those (see [`ViewerFlow::with_stall_probes`]). The first probe to
+/// cross when the path comes back makes the picture exact. Without probes, the viewer waits
+/// for the transport's own probes (whose timeout doubles with each one lost) and the repair of
+/// every frame behind them.
+pub const STALL_AFTER_US: u64 = 60_000;
+pub const PROBE_EVERY_US: u64 = 25_000;
 
 impl ViewerFlow {
     pub fn new(limit: InflightLimit, ack_timeout_us: u64) -> Self {
@@ -207,6 +247,12 @@ impl ViewerFlow {
             deltas_since_key: 0,
             stats: ViewerFlowStats::default(),
             bytes: None,
+            last_ack_us: None,
+            next_probe_us: 0,
+            probe_allowed: None,
+            probes_on: false,
+            probing: false,
+            probe_bytes: 0,
         }
     }
 
@@ -216,6 +262,17 @@ impl ViewerFlow {
     pub fn with_byte_budget(mut self) -> Self {
         self.bytes = Some(DeliveryRate::default());
         self.limit = BUDGETED_LIMIT;
+        self
+    }
+
+    /// Stall probes for a viewer with a byte budget whose transport gives up on the frames in
+    /// flight when one that needs none of them is sent (QUIC resets their streams). Only such a
+    /// transport lets a probe overtake the frames stuck in a blackout. On one ordered stream
+    /// (TCP) a probe would wait behind them, and after them, the picture it was made against
+    /// may be older than the viewer's kept pictures (it keeps the last 10): it would be refused
+    /// as a missing base.
+    pub fn with_stall_probes(mut self) -> Self {
+        self.probes_on = true;
         self
     }
 
@@ -267,15 +324,45 @@ impl ViewerFlow {
                 b.forget_before(self.inflight.front().map_or(u64::MAX, |&(s, _)| s));
             }
         }
-        (self.inflight.len() as u32) < self.current_limit()
-            && self.bytes.as_ref().is_none_or(DeliveryRate::has_room)
+        let room = (self.inflight.len() as u32) < self.current_limit()
+            && self.bytes.as_ref().is_none_or(DeliveryRate::has_room);
+        let probe = !room && self.stall_probe_at().is_some_and(|t| now_us >= t);
+        self.probe_allowed = probe.then_some(now_us);
+        room || probe
+    }
+
+    /// When the next stall probe may go, while the viewer is stalled (see [`STALL_AFTER_US`]):
+    /// only for a viewer with a byte budget that has acknowledged something.
+    fn stall_probe_at(&self) -> Option<u64> {
+        if !self.probes_on {
+            return None;
+        }
+        let b = self.bytes.as_ref()?;
+        self.last_ack_us?;
+        let &(_, oldest) = self.inflight.front()?;
+        // The oldest frame takes its time to cross at the measured rate: a slow path still
+        // delivering a large frame is not a stalled one.
+        let crossing = b.oldest_crossing_us()?;
+        // Probes cost at most one byte budget per stall: a stall on a path of large frames (a
+        // video) gets one probe, not one every interval. The frames stuck before them do not
+        // count against it: each probe makes the transport give up on them.
+        if self.probe_bytes >= b.estimate().budget_bytes {
+            return None;
+        }
+        let stalled_at = oldest + b.estimate().min_rtt_us + crossing + STALL_AFTER_US;
+        Some(stalled_at.max(self.next_probe_us))
     }
 
     /// When the oldest frame in flight runs out of time for its ACK (µs), if any.
     pub fn next_expiry(&self) -> Option<u64> {
-        self.inflight
+        let expiry = self
+            .inflight
             .front()
-            .map(|&(_, sent)| sent + self.ack_timeout_us)
+            .map(|&(_, sent)| sent + self.ack_timeout_us);
+        match (expiry, self.stall_probe_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The viewer asked for a keyframe (e.g. its checksum did not match).
@@ -288,6 +375,13 @@ impl ViewerFlow {
     /// a keyframe, whatever it held before.
     pub fn reset_reference(&mut self) {
         self.reference = None;
+    }
+
+    /// The viewer could not apply a frame made against the picture it acknowledged (named
+    /// bases): it no longer holds that picture, and only a keyframe can make it exact again.
+    pub fn acknowledged_lost(&mut self) {
+        self.keyframe_requested = true;
+        self.stats.acknowledged_lost += 1;
     }
 
     /// The viewer could not apply a frame because it lost the one before (named bases): it
@@ -324,6 +418,10 @@ impl ViewerFlow {
             Plan::Keyframe { forced: true }
         } else if self.rebase_requested {
             rebase(bases.acknowledged)
+        } else if self.probe_allowed.is_some() && bases.acknowledged.is_some() {
+            self.stats.stall_probes += 1;
+            self.probing = true;
+            rebase(bases.acknowledged)
         } else if self.reference.is_none() {
             Plan::Keyframe { forced: false }
         } else if self.reference == Some(f.content_id) {
@@ -346,6 +444,9 @@ impl ViewerFlow {
             rebase(bases.reference.filter(|_| self.reference.is_some()))
         };
         self.rebase_requested = false;
+        if let Some(at) = self.probe_allowed.take() {
+            self.next_probe_us = at + PROBE_EVERY_US;
+        }
         match plan {
             Plan::Keyframe { forced } => {
                 self.stats.keyframes += 1;
@@ -370,6 +471,9 @@ impl ViewerFlow {
 
     /// A packet that will be ACKed was written for frame `seq`, `bytes` long.
     pub fn on_sent(&mut self, seq: u64, bytes: u64, now_us: u64) {
+        if std::mem::take(&mut self.probing) {
+            self.probe_bytes += bytes;
+        }
         self.inflight.push_back((seq, now_us));
         if let Some(b) = &mut self.bytes {
             b.on_sent(seq, bytes, now_us);
@@ -383,6 +487,8 @@ impl ViewerFlow {
             return AckOutcome::Unknown;
         }
         self.stats.acks += 1;
+        self.last_ack_us = Some(now_us);
+        self.probe_bytes = 0;
         if let Some(b) = &mut self.bytes {
             b.on_ack(seq, now_us);
         }
@@ -567,6 +673,137 @@ mod tests {
         assert_eq!(v.stats().ack_timeouts, 3);
         assert_eq!(v.on_ack(999, now), AckOutcome::Unknown);
         assert_eq!(v.stats().unknown_acks, 1);
+    }
+
+    fn acked(s: u64) -> Bases {
+        Bases {
+            reference: Some(s),
+            acknowledged: Some(s),
+            prefer_acknowledged: true,
+        }
+    }
+
+    const FRAME_US: u64 = 16_667;
+
+    /// Runs `v` at 60 fps for a second on a 40 ms path, every frame ACKed: returns the time,
+    /// the next seq and the frames still in flight (seq, sent at).
+    fn run_until_dark(v: &mut ViewerFlow) -> (u64, u64, Vec<(u64, u64)>) {
+        let (mut now, mut seq) = (0u64, 0u64);
+        let mut sent_at = Vec::new();
+        while now < 1_000_000 {
+            while let Some(&(s, t)) = sent_at.first() {
+                if t + 40_000 > now {
+                    break;
+                }
+                v.on_ack(s, t + 40_000);
+                sent_at.remove(0);
+            }
+            if v.can_send(now) {
+                v.plan_with_bases(&changing(seq), acked(seq.saturating_sub(1)));
+                v.on_sent(seq, 2_000, now);
+                sent_at.push((seq, now));
+            }
+            seq += 1;
+            now += FRAME_US;
+        }
+        (now, seq, sent_at)
+    }
+
+    /// A viewer with a byte budget on a 40 ms path, running at 60 fps until its ACKs stop: no
+    /// frame goes beyond the budget until the oldest in flight is a minimum RTT plus
+    /// `STALL_AFTER_US` old, then one every `PROBE_EVERY_US`, each made against the picture it
+    /// acknowledged; an ACK ends the stall.
+    #[test]
+    fn a_stalled_viewer_gets_one_probe_frame_at_a_time_against_its_acknowledged_picture() {
+        let mut v = flow().with_byte_budget().with_stall_probes();
+        let frame = FRAME_US;
+        let (mut now, mut seq, sent_at) = run_until_dark(&mut v);
+        assert_eq!(v.stats().stall_probes, 0, "{:?}", v.stats());
+        // The path goes dark: ACKs stop. The last one acknowledged frame `last`.
+        let last = sent_at.first().map_or(seq - 1, |&(s, _)| s - 1);
+        let oldest = sent_at.first().map_or(now, |&(_, t)| t);
+        let e = v.link_estimate().expect("a byte budget");
+        // 2 000 bytes at the measured rate (about 120 kB/s): about 17 ms to cross.
+        let crossing = 2_000 * 1_000_000 / e.rate_bytes_per_s;
+        assert!((10_000..30_000).contains(&crossing), "{e:?}");
+        let stall = oldest + e.min_rtt_us + crossing + STALL_AFTER_US;
+        let mut probes = Vec::new();
+        for _ in 0..30 {
+            if v.can_send(now) {
+                let plan = v.plan_with_bases(&changing(seq), acked(last));
+                v.on_sent(seq, 2_000, now);
+                if now >= stall {
+                    assert_eq!(plan, Plan::Rebased { base: last }, "at {now}");
+                    probes.push((now, seq));
+                }
+            }
+            seq += 1;
+            now += frame;
+        }
+        assert!(probes.len() >= 2, "probes while stalled: {probes:?}");
+        assert!(
+            probes[0].0 < stall + frame,
+            "first probe {probes:?} for a stall at {stall}"
+        );
+        assert!(
+            probes.windows(2).all(|w| w[1].0 - w[0].0 >= PROBE_EVERY_US),
+            "probes closer than {PROBE_EVERY_US} µs: {probes:?}"
+        );
+        assert_eq!(v.stats().stall_probes, probes.len() as u64);
+        // Probes cost at most one byte budget (and the frame that crosses it).
+        let e = v.link_estimate().expect("a byte budget");
+        assert!(
+            probes.len() as u64 * 2_000 < e.budget_bytes + 2_000,
+            "{} probes, {e:?}",
+            probes.len()
+        );
+        // The path comes back: an ACK for the last probe settles what was before it.
+        let (_, probe_seq) = *probes.last().expect("checked above");
+        v.on_ack(probe_seq, now);
+        assert!(v.can_send(now));
+    }
+
+    /// Without `with_stall_probes` (a transport that delivers every frame in order), a viewer
+    /// whose ACKs stop never has more than its frame limit in flight, so every frame it will
+    /// still apply comes before any made against its acknowledged picture, and that picture is
+    /// one it keeps.
+    #[test]
+    fn a_viewer_on_one_ordered_stream_is_never_probed() {
+        let mut v = flow().with_byte_budget();
+        let (mut now, mut seq, sent_at) = run_until_dark(&mut v);
+        let last = sent_at.first().map_or(seq - 1, |&(s, _)| s - 1);
+        for _ in 0..120 {
+            if v.can_send(now) {
+                v.plan_with_bases(&changing(seq), acked(last));
+                v.on_sent(seq, 2_000, now);
+            }
+            seq += 1;
+            now += FRAME_US;
+        }
+        assert_eq!(v.stats().stall_probes, 0, "{:?}", v.stats());
+        assert!(
+            v.inflight() <= BUDGETED_LIMIT.max as usize,
+            "{}",
+            v.inflight()
+        );
+    }
+
+    #[test]
+    fn a_viewer_without_a_byte_budget_is_never_probed() {
+        let mut v = flow();
+        v.on_sent(0, 1000, 0);
+        v.on_ack(0, 10_000);
+        let mut seq = 1;
+        while v.can_send(20_000) {
+            v.on_sent(seq, 1000, 20_000);
+            seq += 1;
+        }
+        assert!(
+            !v.can_send(1_000_000),
+            "at its frame limit, and not stalled-probed"
+        );
+        assert_eq!(v.next_expiry(), Some(20_000 + 2_000_000));
+        assert_eq!(v.stats().stall_probes, 0);
     }
 
     #[test]

@@ -34,6 +34,11 @@ pub trait Transport: Send {
     fn path(&self) -> Option<PathFigures> {
         None
     }
+    /// It gives up on frames in flight when a frame that needs none of them is sent
+    /// ([`Transmit::independent`]), so such a frame can overtake them.
+    fn drops_superseded(&self) -> bool {
+        false
+    }
 }
 
 /// Everything in order on one byte stream.

@@ -66,7 +66,8 @@ impl Mirror {
             self.unregister(&viewer);
             return Err(e);
         }
-        let cfg = self.host_config(Protocol::V1, control);
+        let mut cfg = self.host_config(Protocol::V1, control);
+        cfg.drops_superseded = sock.drops_superseded();
         let session = HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), cfg);
         // The capture loop makes (and encodes) each stream while its count is above zero.
         let _counted = match n.colour {
@@ -121,6 +122,7 @@ impl Mirror {
             },
             control,
             initial: vec![ViewerCommand::Brightness(self.settings().brightness)],
+            drops_superseded: false,
         }
     }
 

@@ -175,6 +175,10 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
         Ok(())
     }
 
+    fn drops_superseded(&self) -> bool {
+        true
+    }
+
     fn path(&self) -> Option<PathFigures> {
         let s = self.link.quic().stats();
         Some(PathFigures {

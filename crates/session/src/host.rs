@@ -47,6 +47,10 @@ pub struct HostConfig {
     pub control: bool,
     /// Commands sent right after the first stream description (the Daylight connect order).
     pub initial: Vec<ViewerCommand>,
+    /// The transport gives up on frames in flight when one that depends on none of them is
+    /// sent (QUIC resets their streams): a viewer with named bases then gets stall probes
+    /// (see `framewire_flow::STALL_AFTER_US`). False for one ordered byte stream.
+    pub drops_superseded: bool,
 }
 
 /// What the viewer sends, in its protocol.
@@ -215,6 +219,9 @@ impl<W: Wire> HostSession<W> {
             // A viewer that survives lost frames is one that may be across a real network:
             // its bytes in flight follow the path's delivery rate.
             flow = flow.with_byte_budget();
+            if cfg.drops_superseded {
+                flow = flow.with_stall_probes();
+            }
         }
         HostSession {
             wire,
@@ -353,7 +360,15 @@ impl<W: Wire> HostSession<W> {
         let mut independent = matches!(plan, Plan::Keyframe { .. });
         let out = match plan {
             Plan::Nothing => return,
-            Plan::Unchanged => self.wire.unchanged(f, &mut self.head),
+            Plan::Unchanged => {
+                // Naming the picture the viewer acknowledged, it needs nothing in flight.
+                independent = self
+                    .bases
+                    .acknowledged
+                    .as_ref()
+                    .is_some_and(|a| a.checksum == f.checksum);
+                self.wire.unchanged(f, &mut self.head)
+            }
             Plan::Rebased { .. } => {
                 let base = self.bases.rebase.take().expect("planned with its base");
                 let made = self.bases.made.lock().map(|mut m| m.take()).ok().flatten();
@@ -448,6 +463,16 @@ impl<W: Wire> HostSession<W> {
             } => {
                 self.bases.on_ack(seq, status == AckStatus::Applied);
                 if status == AckStatus::BaseMissing {
+                    if seq == self.bases.repaired_at && self.bases.acknowledged.is_some() {
+                        // The repair itself, made against the picture the viewer acknowledged,
+                        // found no base: the viewer no longer holds that picture (a newer
+                        // keyframe replaced it), so frames made against it would all fail.
+                        self.bases.acknowledged = None;
+                        self.events.push_back(Event::Count(HostCount::BaseMissing));
+                        self.flow.acknowledged_lost();
+                        self.ack(now, seq);
+                        return;
+                    }
                     // Frames sent before the last repair fail too; that repair covers them.
                     if seq >= self.bases.repaired_at {
                         self.events.push_back(Event::Count(HostCount::BaseMissing));

@@ -31,6 +31,9 @@ const WAITING_MAX: usize = 4;
 /// budget may have in flight.
 const KEPT: usize = 10;
 
+/// Frame units kept while the Welcome has not come; beyond, the oldest is dropped.
+const UNITS_BEFORE_WELCOME: usize = 32;
+
 /// A frame unit held until its base arrives or its time is up.
 struct Waiting {
     until: u64,
@@ -209,6 +212,12 @@ impl ViewerSession {
                 Err(e) => return self.fail(e),
             }
         }
+        if !self.welcomed && self.units.len() >= UNITS_BEFORE_WELCOME {
+            // A host sends only a few frames before its Welcome has been answered; beyond,
+            // the oldest is given up (counted as overtaken) and repaired like a lost one.
+            self.units.pop_front();
+            self.stale += 1;
+        }
         self.units.push_back((recv_us, packets));
     }
 
@@ -303,9 +312,16 @@ impl ViewerSession {
         ok
     }
 
-    /// Keeps the picture just applied (checksum `sum`), reusing the oldest one's buffers.
+    /// Keeps the picture just applied (checksum `sum`), reusing the oldest one's buffers. A
+    /// picture already kept (one that came back) becomes the newest kept again: the host may
+    /// name it as the base of its next frames, so it must outlast the pictures before it.
     fn keep(&mut self, sum: u64) {
-        if !self.named_bases || self.holds(sum) {
+        if !self.named_bases {
+            return;
+        }
+        if let Some(i) = self.kept.iter().position(|(s, _)| *s == sum) {
+            let again = self.kept.remove(i).expect("found above");
+            self.kept.push_back(again);
             return;
         }
         let mut saved = match self.kept.len() >= KEPT {
@@ -346,9 +362,14 @@ impl ViewerSession {
             if !self.waiting.is_empty() && self.release_one((self.clock)()) {
                 continue;
             }
-            if let Some((recv_us, packets)) = self.units.pop_front() {
-                self.take_unit(recv_us, packets);
-                continue;
+            // Frame units wait for the Welcome: until it says whether the host names bases, a
+            // unit cannot be told overtaken (on QUIC the Welcome comes on the control stream,
+            // and a loss there lets the first frames' streams come first).
+            if self.welcomed {
+                if let Some((recv_us, packets)) = self.units.pop_front() {
+                    self.take_unit(recv_us, packets);
+                    continue;
+                }
             }
             match self.dec.next_packet() {
                 Ok(Some(p)) => self.on_packet(self.recv_us, p),
@@ -422,6 +443,9 @@ impl ViewerSession {
                     self.restore(checksum);
                 }
                 let ok = self.picture.is_valid() && self.sum == Some(checksum);
+                if ok {
+                    self.keep(checksum);
+                }
                 // With named bases the picture it names was lost (or never came).
                 let base_missing = !ok && self.named_bases;
                 let now = (self.clock)();
@@ -583,5 +607,41 @@ impl ViewerSession {
             .to_local(capture_us)
             .map(|c| s.applied_us.saturating_sub(c));
         self.events.push_back(ViewerEvent::Shown(s));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zero() -> u64 {
+        0
+    }
+
+    /// A picture that comes back while still kept becomes the newest kept: ten other pictures
+    /// after its return, not after its first showing, are needed to push it out (the host may
+    /// have acknowledged it on its return and make its next frames against it).
+    #[test]
+    fn a_picture_that_comes_back_is_kept_as_the_newest() {
+        let hello = ViewerHello {
+            caps: v1::caps::ALL,
+            stream: "screen".into(),
+            token: String::new(),
+        };
+        let mut v = ViewerSession::new(hello, zero);
+        v.named_bases = true;
+        v.picture.resize(4, 2);
+        // X, then nine others: ten kept, X the oldest.
+        v.keep(100);
+        for s in 1..=9 {
+            v.keep(s);
+        }
+        assert!(v.holds(100));
+        // X comes back, then one more picture: X must still be kept, 1 must not.
+        v.keep(100);
+        v.keep(10);
+        assert!(v.holds(100), "the picture that came back was pushed out");
+        assert!(!v.holds(1));
+        assert_eq!(v.kept.len(), KEPT);
     }
 }

@@ -22,6 +22,7 @@ fn config() -> HostConfig {
         ack_timeout_us: 2_000_000,
         refresh_every: 0,
         control: false,
+        drops_superseded: false,
         initial: vec![ViewerCommand::Brightness(128)],
     }
 }

@@ -16,6 +16,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use common::Source;
 use framewire_flow::InflightLimit;
+use framewire_flow::Plan;
+use framewire_proto::v1::AckStatus;
 use framewire_proto::v1::{self, caps};
 use framewire_session::{
     negotiate, HostConfig, HostSession, SourceFrame, V1Wire, ViewerEvent, ViewerHello,
@@ -94,6 +96,7 @@ fn host() -> HostSession<V1Wire> {
         ack_timeout_us: 500_000,
         refresh_every: 0,
         control: false,
+        drops_superseded: false,
         initial: vec![],
     };
     let dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
@@ -398,4 +401,114 @@ fn an_unchanged_frame_that_overtakes_the_keyframe_waits_for_it() {
         })
         .collect();
     assert_eq!(shown, [(0, true), (1, true)]);
+}
+
+/// Plans and sends `f`, returning the plan and the frame units it made (head and payload).
+fn offer(host: &mut HostSession<V1Wire>, f: &Arc<SourceFrame>) -> (Plan, Vec<Vec<u8>>) {
+    let (plan, work) = host.plan_frame(f);
+    if let Some(w) = work {
+        w();
+    }
+    host.send_frame(now(), f, plan);
+    let mut units = Vec::new();
+    while let Some(t) = host.poll_transmit() {
+        if t.frame {
+            let mut b = t.head.to_vec();
+            b.extend_from_slice(t.payload.as_deref().unwrap_or(&[]));
+            units.push(b);
+        }
+    }
+    (plan, units)
+}
+
+/// On QUIC the Welcome comes on the control stream and the first frames on streams of their
+/// own: when the Welcome is delayed (a lost packet), a newer keyframe may come before an older
+/// one and before the Welcome. The viewer waits for the Welcome before it takes any, so the
+/// older keyframe is seen as overtaken and does not replace the picture the host was told it
+/// applied (seen on an emulated 5 % loss link as a viewer frozen on missing bases).
+#[test]
+fn frames_that_come_before_the_welcome_wait_for_it() {
+    let mut host = host();
+    let k0 = Source::new().frame(now(), false);
+    let mut later = Source::new();
+    later.seq = 1;
+    let k1 = later.frame(now(), false);
+    let (p0, u0) = offer(&mut host, &k0);
+    let (p1, u1) = offer(&mut host, &k1);
+    assert!(matches!(p0, Plan::Keyframe { .. }) && matches!(p1, Plan::Keyframe { .. }));
+    let hello = ViewerHello {
+        caps: caps::ALL,
+        stream: "screen".into(),
+        token: String::new(),
+    };
+    let mut viewer = ViewerSession::new(hello, now);
+    let _ = viewer.poll_transmit();
+    viewer.handle_unit(now(), &u1[0]);
+    viewer.handle_unit(now(), &u0[0]);
+    let shown_before: Vec<_> = std::iter::from_fn(|| viewer.poll_event()).collect();
+    assert!(
+        !shown_before
+            .iter()
+            .any(|e| matches!(e, ViewerEvent::Shown(_))),
+        "a frame was handled before the Welcome: {shown_before:?}"
+    );
+    let welcome = v1::Packet::Welcome {
+        version: v1::VERSION,
+        caps: caps::ALL,
+        session: 1,
+    };
+    viewer.handle_bytes(now(), &welcome.to_bytes());
+    let shown: Vec<_> = std::iter::from_fn(|| viewer.poll_event())
+        .filter_map(|e| match e {
+            ViewerEvent::Shown(s) => Some((s.seq, s.ok)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shown, [(1, true)], "the older keyframe must be dropped");
+    assert!(viewer.picture().equals(&k1.grey));
+    assert_eq!(viewer.stale_frames(), 1);
+}
+
+/// A repair made against the picture the viewer acknowledged that comes back with a missing
+/// base means the viewer no longer holds that picture: the next frame is a keyframe, not
+/// another delta against it (which would fail the same way, for ever).
+#[test]
+fn a_repair_whose_base_is_missing_brings_a_keyframe() {
+    let mut host = host();
+    let mut src = Source::new();
+    let ack = |host: &mut HostSession<V1Wire>, seq: u64, status: AckStatus| {
+        let p = v1::Packet::Ack {
+            seq,
+            status,
+            recv_us: now(),
+            decoded_us: now(),
+            applied_us: now(),
+        };
+        host.handle_bytes(now(), &p.to_bytes());
+    };
+    let mut plans = Vec::new();
+    for (i, reply) in [
+        AckStatus::Applied,
+        AckStatus::BaseMissing,
+        AckStatus::BaseMissing,
+        AckStatus::Applied,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let f = src.frame(now(), false);
+        plans.push(offer(&mut host, &f).0);
+        ack(&mut host, i as u64, reply);
+    }
+    assert_eq!(
+        plans,
+        [
+            Plan::Keyframe { forced: false },
+            Plan::Delta,
+            Plan::Rebased { base: 0 },
+            Plan::Keyframe { forced: true },
+        ]
+    );
+    let st = host.flow_stats();
+    assert_eq!((st.acknowledged_lost, st.bases_missing), (1, 1), "{st:?}");
 }
