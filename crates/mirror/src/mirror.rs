@@ -131,9 +131,12 @@ pub struct Mirror {
     /// asked for colour is connected (`colour_viewers`).
     pub(crate) colour_frames: watch::Sender<Option<Arc<SourceFrame>>>,
     pub(crate) colour_viewers: AtomicUsize,
-    /// Viewers of the grey stream (v1 grey and Daylight): while there are none, grey pictures
-    /// are still made (the shared-memory export and late joiners use them) but not encoded.
+    /// Viewers of the grey stream (v1 grey and Daylight). While there are none and nothing
+    /// else subscribes to `frames` (the shared-memory export in grey), no grey picture is made:
+    /// the next one after that is made whole, as a keyframe.
     pub(crate) grey_viewers: AtomicUsize,
+    /// Pictures the capture loop has taken since start (grey, colour or both).
+    pub(crate) published: AtomicU64,
     pub(crate) commands: broadcast::Sender<ViewerCommand>,
     pub(crate) settings: Mutex<Settings>,
     pub(crate) pipeline: Mutex<PipelineStats>,
@@ -180,6 +183,7 @@ impl Mirror {
             colour_frames: watch::channel(None).0,
             colour_viewers: AtomicUsize::new(0),
             grey_viewers: AtomicUsize::new(0),
+            published: AtomicU64::new(0),
             commands: broadcast::channel(64).0,
             settings: Mutex::new(settings),
             pipeline: Mutex::new(PipelineStats::default()),
@@ -239,7 +243,7 @@ impl Mirror {
 
     /// Frames the capture loop has published since start.
     pub fn frames_published(&self) -> u64 {
-        self.frames.borrow().as_ref().map_or(0, |f| f.seq + 1)
+        self.published.load(Ordering::Relaxed)
     }
 
     /// Sends a display command to every viewer connected now.

@@ -241,6 +241,7 @@ impl CaptureLoop {
     /// Captures one picture and publishes it: unchanged, a keyframe or a delta.
     fn frame(&mut self) {
         let capture_start = now_us();
+        let grey_wanted = self.grey_wanted();
         let captured = match self.source.capture() {
             Ok(c) => c,
             Err(e) => {
@@ -258,6 +259,19 @@ impl CaptureLoop {
             lock(&self.mirror.pipeline).interval_jitter_us.push(jitter);
         }
         let (cw, ch) = (captured.width, captured.height);
+        if !grey_wanted {
+            let colour_damage = captured.damage.merged(ch);
+            match colour_damage.as_deref() {
+                Some([]) => self
+                    .colour
+                    .undamaged(&self.mirror, &captured, self.seq, capture_us),
+                d => self
+                    .colour
+                    .frame(&self.mirror, &captured, d, self.seq, capture_us),
+            }
+            self.skip_grey(capture_start, capture_us);
+            return;
+        }
         // After a tuning change every row is made again, whatever the source says changed.
         let damage = captured.damage.merged(ch).filter(|_| !self.retune);
         let same_size = self
@@ -329,6 +343,35 @@ impl CaptureLoop {
         };
         self.retune = false;
         self.publish(SourceFrame::new(meta, payload));
+    }
+
+    /// Whether a grey picture is wanted: a grey viewer is connected, or something (the
+    /// shared-memory export in grey) subscribes to the grey frames.
+    fn grey_wanted(&self) -> bool {
+        self.mirror.grey_viewers.load(Ordering::Relaxed) > 0
+            || self.mirror.frames.receiver_count() > 0
+    }
+
+    /// Nobody takes grey pictures (only colour viewers, or none): none is made, which saves
+    /// the grey conversion and its row hashes on every capture. The grey stream starts again
+    /// from a whole picture and a keyframe when someone wants it.
+    fn skip_grey(&mut self, capture_start: u64, capture_us: u64) {
+        if let Some(last) = self.last.take() {
+            self.pool.give(last.grey.clone());
+            self.encoder = HostEncoder::new(self.cfg.codec, 0).with_rects(self.cfg.moved_rects);
+            self.prev_hashes.clear();
+            // A viewer that joins gets the next picture, not this old one.
+            self.mirror.frames.send_replace(None);
+        }
+        {
+            let mut st = lock(&self.mirror.pipeline);
+            st.capture_us.push((capture_us - capture_start) as f64);
+            observe_us(&self.mirror.stages.capture, capture_us - capture_start);
+            st.capture_times.push(capture_us as f64);
+        }
+        self.mirror.counters.frames_captured.inc();
+        self.seq += 1;
+        self.mirror.published.store(self.seq, Ordering::Relaxed);
     }
 
     /// Nothing was drawn: the picture, its checksum and its content are the last frame's. No
@@ -448,6 +491,7 @@ impl CaptureLoop {
         self.last = Some(frame.clone());
         self.mirror.frames.send_replace(Some(frame));
         self.seq += 1;
+        self.mirror.published.store(self.seq, Ordering::Relaxed);
     }
 }
 

@@ -969,15 +969,15 @@ async fn a_recording_replays_as_the_screen_exactly_and_loops() {
 }
 
 /// A viewer that asks for colour gets the planes G, R − G, B − G of exactly the source's
-/// pictures, verified by checksum and compared pixel for pixel here, while a grey viewer of the
-/// same server keeps getting grey.
+/// pictures, verified by checksum and compared pixel for pixel here. While it is the only
+/// viewer, no grey picture is made at all; a grey viewer that joins then gets exact grey
+/// pictures, from a keyframe.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_colour_viewer_gets_exact_colour_beside_a_grey_one() {
     use framewire_codec::colour::to_planes;
     let (w, h) = (200u32, 120u32);
     let server = Server::start(config(Scene::Mixed, w, h)).await.unwrap();
     let addr = server.v1_addr.unwrap();
-    let grey = TestViewer::start(addr, Protocol::V1, Scene::Mixed, None);
     let stats = Arc::new(Mutex::new(ViewerStats::default()));
     let checked = Arc::new(AtomicU64::new(0));
     let (bad, c2) = (Arc::new(AtomicU64::new(0)), checked.clone());
@@ -1001,7 +1001,15 @@ async fn a_colour_viewer_gets_exact_colour_beside_a_grey_one() {
         checked.load(Ordering::Relaxed) >= 20
     })
     .await;
+    assert_eq!(
+        server.report().grey.samples,
+        0,
+        "grey pictures made with only a colour viewer"
+    );
+    let grey = TestViewer::start(addr, Protocol::V1, Scene::Mixed, None);
     wait_for("grey frames too", 10.0, || grey.frames() >= 20).await;
+    assert!(grey.seen()[0].keyframe);
+    assert!(server.report().grey.samples > 0);
     assert_eq!(
         bad.load(Ordering::Relaxed),
         0,
