@@ -41,9 +41,17 @@ export class KeptPictures {
     return this.kept.some((k) => sameU64(k.sum, sum));
   }
 
-  /** Keeps `p` (verified, checksum `sum`), reusing the oldest one's buffers. */
+  /**
+   * Keeps `p` (verified, checksum `sum`), reusing the oldest one's buffers. A picture already
+   * kept (one that came back) becomes the newest kept again: the host may make its next frames
+   * against it, so it must outlast the pictures before it.
+   */
   keep(p: Picture, sum: v1.U64): void {
-    if (this.holds(sum)) return;
+    const i = this.kept.findIndex((x) => sameU64(x.sum, sum));
+    if (i >= 0) {
+      this.kept.push(...this.kept.splice(i, 1));
+      return;
+    }
     const reuse = this.kept.length >= KEPT ? this.kept.shift()!.saved : undefined;
     this.kept.push({ sum, saved: p.save(reuse) });
   }

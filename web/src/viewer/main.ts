@@ -149,7 +149,8 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
       if (named) {
         // The picture it names may be a kept one (the frame before it was lost or late).
         const ok = pictureAt(p.checksum);
-        if (ok) {
+        if (ok && picture) {
+          kept.keep(picture, p.checksum);
           stats.unchanged++;
           if (picture) renderer.draw(picture, planes);
         } else basesMissing++;

@@ -107,6 +107,26 @@ test("kept pictures: a saved picture comes back exactly, the oldest is reused af
   assert.ok(fw.sameU64(p.checksum(), pics[4].sum));
 });
 
+test("kept pictures: a picture that comes back is kept as the newest", async () => {
+  await fw.ready();
+  const kept = new fw.KeptPictures();
+  const p = new fw.Picture(4, 3);
+  const show = (i) => {
+    const px = Uint8Array.from({ length: 12 }, (_, k) => (k * 5 + i * 3) & 255);
+    p.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, 12, px);
+    kept.keep(p, p.checksum());
+    return p.checksum();
+  };
+  // X, nine others (ten kept, X the oldest), X again, then one more.
+  const x = show(0);
+  const first = show(1);
+  for (let i = 2; i <= 9; i++) show(i);
+  assert.equal(show(0).toString(), x.toString());
+  show(10);
+  assert.ok(kept.holds(x), "the picture that came back was pushed out");
+  assert.equal(kept.holds(first), false);
+});
+
 test("restoring a kept picture marks only the ring slots whose rows differ", async () => {
   await fw.ready();
   const [w, h] = [8, 6];
