@@ -135,8 +135,7 @@ impl Picture {
     /// at 1600×1200, where a frame changes a few rows. A scroll moves the ring's `top`, not
     /// the rows, so after one the storage rows still match but for the exposed ones.
     pub fn save(&self, into: &mut Saved) {
-        let hashed = self.valid && matches!(self.pending, Pending::Nothing);
-        if hashed && into.size == (self.width, self.height) && same_shape(into, self) {
+        if self.hashes_hold() && into.size == (self.width, self.height) && same_shape(into, self) {
             copy_changed_slots(
                 (&self.store, &self.hashes, self.top),
                 (&mut into.store, &into.hashes, into.top),
@@ -152,14 +151,18 @@ impl Picture {
         into.size = (self.width, self.height);
     }
 
+    /// Whether the row hashes describe the rows held (a valid picture with nothing pending).
+    fn hashes_hold(&self) -> bool {
+        self.valid && matches!(self.pending, Pending::Nothing)
+    }
+
     /// Makes the picture the one saved (of the same size), valid. As [`Picture::save`], only
     /// the storage rows that differ are copied when this picture's hashes describe it.
     pub fn restore(&mut self, from: &Saved) -> bool {
         if from.size != (self.width, self.height) || from.store.len() != self.store.len() {
             return false;
         }
-        let hashed = self.valid && matches!(self.pending, Pending::Nothing);
-        if hashed && same_shape(from, self) {
+        if self.hashes_hold() && same_shape(from, self) {
             copy_changed_slots(
                 (&from.store, &from.hashes, from.top),
                 (&mut self.store, &self.hashes, self.top),

@@ -133,17 +133,9 @@ impl DeliveryRate {
         }
     }
 
-    /// The time the oldest frame in flight takes to cross at the measured delivery rate (µs),
-    /// once a rate is measured.
-    pub fn oldest_crossing_us(&self) -> Option<u64> {
-        let rate = self
-            .rates
-            .iter()
-            .map(|&(_, r)| r)
-            .max()
-            .filter(|&r| r > 0)?;
-        let bytes = self.sent.front().map_or(0, |s| s.bytes);
-        Some((bytes as u128 * 1_000_000 / rate as u128) as u64)
+    /// The size of the oldest frame in flight (0 when none is).
+    pub fn oldest_bytes(&self) -> u64 {
+        self.sent.front().map_or(0, |s| s.bytes)
     }
 
     pub fn estimate(&self) -> LinkEstimate {

@@ -204,8 +204,6 @@ pub struct ViewerFlow {
     stats: ViewerFlowStats,
     /// Bytes in flight budgeted from the delivery rate, for viewers that have it.
     bytes: Option<DeliveryRate>,
-    /// When the last ACK arrived (µs), once one has.
-    last_ack_us: Option<u64>,
     /// A stall probe may go at or after this moment (µs).
     next_probe_us: u64,
     /// When [`ViewerFlow::can_send`] allowed a frame only as a stall probe: the next plan is
@@ -247,7 +245,6 @@ impl ViewerFlow {
             deltas_since_key: 0,
             stats: ViewerFlowStats::default(),
             bytes: None,
-            last_ack_us: None,
             next_probe_us: 0,
             probe_allowed: None,
             probes_on: false,
@@ -338,18 +335,21 @@ impl ViewerFlow {
             return None;
         }
         let b = self.bytes.as_ref()?;
-        self.last_ack_us?;
+        if self.stats.acks == 0 {
+            return None;
+        }
         let &(_, oldest) = self.inflight.front()?;
-        // The oldest frame takes its time to cross at the measured rate: a slow path still
-        // delivering a large frame is not a stalled one.
-        let crossing = b.oldest_crossing_us()?;
+        let e = b.estimate();
         // Probes cost at most one byte budget per stall: a stall on a path of large frames (a
         // video) gets one probe, not one every interval. The frames stuck before them do not
         // count against it: each probe makes the transport give up on them.
-        if self.probe_bytes >= b.estimate().budget_bytes {
+        if e.rate_bytes_per_s == 0 || self.probe_bytes >= e.budget_bytes {
             return None;
         }
-        let stalled_at = oldest + b.estimate().min_rtt_us + crossing + STALL_AFTER_US;
+        // The oldest frame takes its time to cross at the measured rate: a slow path still
+        // delivering a large frame is not a stalled one.
+        let crossing = (b.oldest_bytes() as u128 * 1_000_000 / e.rate_bytes_per_s as u128) as u64;
+        let stalled_at = oldest + e.min_rtt_us + crossing + STALL_AFTER_US;
         Some(stalled_at.max(self.next_probe_us))
     }
 
@@ -487,7 +487,6 @@ impl ViewerFlow {
             return AckOutcome::Unknown;
         }
         self.stats.acks += 1;
-        self.last_ack_us = Some(now_us);
         self.probe_bytes = 0;
         if let Some(b) = &mut self.bytes {
             b.on_ack(seq, now_us);

@@ -144,7 +144,7 @@ impl CaptureLoop {
         Some(CaptureLoop {
             period_us: 1_000_000 / cfg.fps as u64,
             stop_rx: m.stop.subscribe(),
-            encoder: HostEncoder::new(cfg.codec, 0).with_rects(cfg.moved_rects),
+            encoder: fresh_encoder(&cfg),
             cfg,
             size_rx,
             source,
@@ -358,17 +358,31 @@ impl CaptureLoop {
     fn skip_grey(&mut self, capture_start: u64, capture_us: u64) {
         if let Some(last) = self.last.take() {
             self.pool.give(last.grey.clone());
-            self.encoder = HostEncoder::new(self.cfg.codec, 0).with_rects(self.cfg.moved_rects);
+            self.encoder = fresh_encoder(&self.cfg);
             self.prev_hashes.clear();
             // A viewer that joins gets the next picture, not this old one.
             self.mirror.frames.send_replace(None);
         }
-        {
-            let mut st = lock(&self.mirror.pipeline);
-            st.capture_us.push((capture_us - capture_start) as f64);
-            observe_us(&self.mirror.stages.capture, capture_us - capture_start);
-            st.capture_times.push(capture_us as f64);
-        }
+        drop(self.record_capture(capture_start, capture_us));
+        self.next_seq();
+    }
+
+    /// The capture stage's time, for a picture that went through no other stage; the stats
+    /// stay locked for the caller's own figures.
+    fn record_capture(
+        &self,
+        capture_start: u64,
+        capture_us: u64,
+    ) -> std::sync::MutexGuard<'_, crate::mirror::PipelineStats> {
+        let mut st = lock(&self.mirror.pipeline);
+        st.capture_us.push((capture_us - capture_start) as f64);
+        observe_us(&self.mirror.stages.capture, capture_us - capture_start);
+        st.capture_times.push(capture_us as f64);
+        st
+    }
+
+    /// One more capture taken (published or not).
+    fn next_seq(&mut self) {
         self.mirror.counters.frames_captured.inc();
         self.seq += 1;
         self.mirror.published.store(self.seq, Ordering::Relaxed);
@@ -381,21 +395,16 @@ impl CaptureLoop {
         c.frames_unchanged.inc();
         c.frames_without_damage.inc();
         let meta = prev.again(self.seq, capture_us);
-        {
-            let mut st = lock(&self.mirror.pipeline);
-            st.capture_us.push((capture_us - capture_start) as f64);
-            observe_us(&self.mirror.stages.capture, capture_us - capture_start);
-            st.capture_times.push(capture_us as f64);
-            st.payload_bytes.push(0.0);
-        }
+        self.record_capture(capture_start, capture_us)
+            .payload_bytes
+            .push(0.0);
         self.publish(SourceFrame::new(meta, Payload::Unchanged));
     }
 
-    /// No grey viewer: the picture is not encoded, and the encoder starts again (a keyframe)
-    /// when one arrives. Costs nothing but the grey conversion, which the export and a joining
-    /// viewer's first keyframe use.
+    /// No grey viewer, but the grey export takes the pictures: the picture is not encoded,
+    /// and the encoder starts again (a keyframe) when a viewer arrives.
     fn skip_encode(&mut self) -> (Encoded, Payload, u64) {
-        self.encoder = HostEncoder::new(self.cfg.codec, 0).with_rects(self.cfg.moved_rects);
+        self.encoder = fresh_encoder(&self.cfg);
         // The last picture's buffer goes back to the pool once nobody holds it (the encoder
         // would have handed it back).
         if let Some(last) = &self.last {
@@ -486,13 +495,16 @@ impl CaptureLoop {
 
     /// The newest frame, for every viewer and the export.
     fn publish(&mut self, frame: SourceFrame) {
-        self.mirror.counters.frames_captured.inc();
         let frame = Arc::new(frame);
         self.last = Some(frame.clone());
         self.mirror.frames.send_replace(Some(frame));
-        self.seq += 1;
-        self.mirror.published.store(self.seq, Ordering::Relaxed);
+        self.next_seq();
     }
+}
+
+/// An encoder with nothing before it: its next picture is a keyframe.
+fn fresh_encoder(cfg: &crate::MirrorConfig) -> HostEncoder {
+    HostEncoder::new(cfg.codec, 0).with_rects(cfg.moved_rects)
 }
 
 /// The shared payload of an encoded picture; a delta's base becomes the new content's base, and

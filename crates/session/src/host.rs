@@ -463,20 +463,19 @@ impl<W: Wire> HostSession<W> {
             } => {
                 self.bases.on_ack(seq, status == AckStatus::Applied);
                 if status == AckStatus::BaseMissing {
-                    if seq == self.bases.repaired_at && self.bases.acknowledged.is_some() {
-                        // The repair itself, made against the picture the viewer acknowledged,
-                        // found no base: the viewer no longer holds that picture (a newer
-                        // keyframe replaced it), so frames made against it would all fail.
-                        self.bases.acknowledged = None;
-                        self.events.push_back(Event::Count(HostCount::BaseMissing));
-                        self.flow.acknowledged_lost();
-                        self.ack(now, seq);
-                        return;
-                    }
                     // Frames sent before the last repair fail too; that repair covers them.
                     if seq >= self.bases.repaired_at {
                         self.events.push_back(Event::Count(HostCount::BaseMissing));
-                        self.flow.base_missing();
+                        if seq == self.bases.repaired_at && self.bases.acknowledged.is_some() {
+                            // The repair itself, made against the picture the viewer
+                            // acknowledged, found no base: the viewer no longer holds that
+                            // picture (a newer keyframe replaced it), so frames made against
+                            // it would all fail.
+                            self.bases.acknowledged = None;
+                            self.flow.acknowledged_lost();
+                        } else {
+                            self.flow.base_missing();
+                        }
                     }
                     self.ack(now, seq);
                     return;
