@@ -284,6 +284,9 @@ async fn run_v1(
         token: opts.token.clone().unwrap_or_default(),
     };
     let mut session = ViewerSession::new(hello, now_us);
+    if matches!(sock, Link::Tcp(_)) {
+        session = session.every_frame_arrives();
+    }
     let mut buf = vec![0u8; 1 << 20];
     let mut rc = RecvClock(None);
     let mut frames = 0u64;

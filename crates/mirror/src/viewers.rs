@@ -68,6 +68,7 @@ impl Mirror {
         }
         let mut cfg = self.host_config(Protocol::V1, control);
         cfg.drops_superseded = sock.drops_superseded();
+        cfg.frames_may_be_lost = sock.loses_frames();
         let session = HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), cfg);
         // The capture loop makes (and encodes) each stream while its count is above zero.
         let _counted = match n.colour {
@@ -123,6 +124,7 @@ impl Mirror {
             control,
             initial: vec![ViewerCommand::Brightness(self.settings().brightness)],
             drops_superseded: false,
+            frames_may_be_lost: false,
         }
     }
 

@@ -51,6 +51,11 @@ pub struct HostConfig {
     /// sent (QUIC resets their streams): a viewer with named bases then gets stall probes
     /// (see `framewire_flow::STALL_AFTER_US`). False for one ordered byte stream.
     pub drops_superseded: bool,
+    /// A frame on a transport stream of its own may never arrive (QUIC). Deltas for a viewer
+    /// with named bases are then made against the picture it acknowledged. On one ordered,
+    /// reliable byte stream (TCP, a WebSocket) every frame arrives in order, so deltas go against
+    /// the picture sent before: the delta every such viewer shares, and smaller.
+    pub frames_may_be_lost: bool,
 }
 
 /// What the viewer sends, in its protocol.
@@ -167,6 +172,8 @@ struct Retained {
     /// The seq of the last frame sent that depends on nothing in flight: a viewer reporting a
     /// missing base for an earlier frame is already being repaired.
     repaired_at: u64,
+    /// Deltas go against the acknowledged picture ([`HostConfig::frames_may_be_lost`]).
+    prefer_acknowledged: bool,
 }
 
 impl Retained {
@@ -181,7 +188,7 @@ impl Retained {
                 .as_ref()
                 .filter(fits)
                 .map(|x| x.content_id),
-            prefer_acknowledged: true,
+            prefer_acknowledged: self.prefer_acknowledged,
         }
     }
 
@@ -237,7 +244,10 @@ impl<W: Wire> HostSession<W> {
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             done: false,
-            bases: Retained::default(),
+            bases: Retained {
+                prefer_acknowledged: cfg.frames_may_be_lost,
+                ..Retained::default()
+            },
         }
     }
 

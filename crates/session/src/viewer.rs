@@ -130,6 +130,9 @@ pub struct ViewerSession {
     units: VecDeque<(u64, Vec<Packet>)>,
     /// Recent pictures by checksum, newest last (named bases).
     kept: VecDeque<(u64, Saved)>,
+    /// How many pictures are kept: [`KEPT`], or none while every frame arrives in order
+    /// ([`ViewerSession::every_frame_arrives`]).
+    kept_max: usize,
     offset: ClockOffset,
     pings: PingSchedule,
     welcomed: bool,
@@ -167,6 +170,7 @@ impl ViewerSession {
             waiting: Vec::new(),
             units: VecDeque::new(),
             kept: VecDeque::new(),
+            kept_max: KEPT,
             offset: ClockOffset::new(),
             pings: PingSchedule::new(),
             welcomed: false,
@@ -176,6 +180,20 @@ impl ViewerSession {
             events: VecDeque::new(),
             done: false,
         }
+    }
+
+    /// The transport delivers every frame, in order (one TCP stream): a host then makes each
+    /// delta against the picture it sent before, which this viewer holds, so it keeps no other
+    /// pictures. That spares a copy of every changed row after each frame. Should a frame name
+    /// a picture it does not hold after all, it starts keeping them.
+    pub fn every_frame_arrives(mut self) -> Self {
+        self.kept_max = 0;
+        self
+    }
+
+    /// Pictures kept besides the one shown, for deltas that name them.
+    pub fn kept_pictures(&self) -> usize {
+        self.kept.len()
     }
 
     /// The picture as last applied.
@@ -316,7 +334,7 @@ impl ViewerSession {
     /// picture already kept (one that came back) becomes the newest kept again: the host may
     /// name it as the base of its next frames, so it must outlast the pictures before it.
     fn keep(&mut self, sum: u64) {
-        if !self.named_bases {
+        if !self.named_bases || self.kept_max == 0 {
             return;
         }
         if let Some(i) = self.kept.iter().position(|(s, _)| *s == sum) {
@@ -324,7 +342,7 @@ impl ViewerSession {
             self.kept.push_back(again);
             return;
         }
-        let mut saved = match self.kept.len() >= KEPT {
+        let mut saved = match self.kept.len() >= self.kept_max {
             true => self.kept.pop_front().map(|(_, s)| s).unwrap_or_default(),
             false => Saved::default(),
         };
@@ -591,6 +609,10 @@ impl ViewerSession {
 
     /// ACKs what was applied (after applying it) and reports it.
     fn ack_and_show(&mut self, mut s: Shown, capture_us: u64, recv_us: u64, decoded_us: u64) {
+        if s.base_missing {
+            // The host names older pictures after all: keep them from now on.
+            self.kept_max = KEPT;
+        }
         let status = s.status();
         self.transmits.push_back(
             Packet::Ack {

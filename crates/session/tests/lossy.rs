@@ -97,6 +97,7 @@ fn host() -> HostSession<V1Wire> {
         refresh_every: 0,
         control: false,
         drops_superseded: false,
+        frames_may_be_lost: true,
         initial: vec![],
     };
     let dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
