@@ -165,6 +165,37 @@ pub struct Finder {
     seeds: Vec<(u32, u32, i32, i32)>,
     row: Vec<(u32, u64)>,
     changed: Vec<usize>,
+    /// Anchors of rows of the new picture, by row hash: the next frame's old picture is this
+    /// one, so its rows are not scanned twice. Anchors depend only on a row's pixels, so a hash
+    /// names them whatever the row's place; a stale entry is still right.
+    made: AnchorCache,
+    /// The previous frame's `made`.
+    known: AnchorCache,
+}
+
+/// Anchors of whole rows, by the row's hash.
+#[derive(Default)]
+struct AnchorCache {
+    rows: MixMap<u64, (u32, u32)>,
+    anchors: Vec<(u32, u64)>,
+}
+
+impl AnchorCache {
+    fn clear(&mut self) {
+        self.rows.clear();
+        self.anchors.clear();
+    }
+
+    fn get(&self, hash: u64) -> Option<&[(u32, u64)]> {
+        let &(at, n) = self.rows.get(&hash)?;
+        Some(&self.anchors[at as usize..(at + n) as usize])
+    }
+
+    fn put(&mut self, hash: u64, anchors: &[(u32, u64)]) {
+        let at = self.anchors.len() as u32;
+        self.anchors.extend_from_slice(anchors);
+        self.rows.insert(hash, (at, anchors.len() as u32));
+    }
 }
 
 impl Finder {
@@ -204,7 +235,7 @@ impl Finder {
                 dy: plan.dy,
             }];
         }
-        if !self.vote(prev, cur, width) {
+        if !self.vote(prev, cur, width, prev_hashes, cur_hashes) {
             return Vec::new();
         }
         let mut cands: Vec<((i32, i32), u32)> = self
@@ -233,14 +264,24 @@ impl Finder {
     /// Anchors of every other changed row of the new picture, looked up among the anchors of
     /// every changed row of the old one; votes and seeds. Returns false when the new picture
     /// has too few anchors to vote (noise, a photograph), before the old one is read.
-    fn vote(&mut self, prev: &[u8], cur: &[u8], width: usize) -> bool {
+    fn vote(
+        &mut self,
+        prev: &[u8],
+        cur: &[u8],
+        width: usize,
+        prev_hashes: &[u64],
+        cur_hashes: &[u64],
+    ) -> bool {
         self.table.clear();
         self.votes.clear();
         self.seeds.clear();
         self.cur_anchors.clear();
+        std::mem::swap(&mut self.known, &mut self.made);
+        self.made.clear();
         for &y in self.changed.iter().step_by(2) {
             self.row.clear();
             anchors(&cur[y * width..(y + 1) * width], &mut self.row);
+            self.made.put(cur_hashes[y], &self.row);
             for &(x, k) in &self.row {
                 let at = pack(x, y);
                 self.cur_anchors.push((k, at));
@@ -255,9 +296,15 @@ impl Finder {
             return false;
         }
         for &y in &self.changed {
-            self.row.clear();
-            anchors(&prev[y * width..(y + 1) * width], &mut self.row);
-            for &(x, k) in &self.row {
+            let row = match self.known.get(prev_hashes[y]) {
+                Some(known) => known,
+                None => {
+                    self.row.clear();
+                    anchors(&prev[y * width..(y + 1) * width], &mut self.row);
+                    &self.row
+                }
+            };
+            for &(x, k) in row {
                 if let Some(v) = self.table.get_mut(&k) {
                     v.1 = if v.1 == NOWHERE {
                         pack(x, y)
@@ -374,6 +421,54 @@ mod tests {
             .map(|x| x as u32)
             .take(MAX_ANCHORS_PER_ROW)
             .collect()
+    }
+
+    /// A page of text-like rows scrolled by `top` beside a fixed sidebar, `w` × `h`.
+    fn page(top: usize, w: usize, h: usize) -> Vec<u8> {
+        let mut p = vec![0u8; w * h];
+        for y in 0..h {
+            for x in 0..w {
+                let v = if x < 40 {
+                    (y * 37 % 251) as u8
+                } else {
+                    let (py, px) = ((y + top) as u64, x as u64);
+                    let line = py / 9;
+                    let glyph = (line.wrapping_mul(0x9E37_79B9) ^ (px / 6).wrapping_mul(31)) % 5;
+                    if py % 9 < 6 && glyph < 2 && px % 6 < 4 {
+                        (glyph as u8 + 1) * 60 + (py % 9) as u8 * 3
+                    } else {
+                        255
+                    }
+                };
+                p[y * w + x] = v;
+            }
+        }
+        p
+    }
+
+    /// A finder that reuses the anchors of the picture before finds the moves a fresh one
+    /// finds, frame after frame of a scroll whose step changes.
+    #[test]
+    fn anchors_kept_from_the_frame_before_change_nothing_found() {
+        let (w, h) = (320, 200);
+        let mut kept = Finder::default();
+        let mut tops = vec![0usize];
+        for step in [7, 7, 13, 3, 21, 2, 0, 9] {
+            tops.push(tops.last().unwrap() + step);
+        }
+        let mut found_any = 0;
+        for pair in tops.windows(2) {
+            let (prev, cur) = (page(pair[0], w, h), page(pair[1], w, h));
+            let (mut ph, mut ch) = (Vec::new(), Vec::new());
+            crate::checksum::row_hashes(&prev, w, &mut ph);
+            crate::checksum::row_hashes(&cur, w, &mut ch);
+            let again = kept.find(&prev, &cur, w, &ph, &ch);
+            let fresh = Finder::default().find(&prev, &cur, w, &ph, &ch);
+            assert_eq!(again, fresh, "tops {pair:?}");
+            found_any += again.iter().any(|m| m.dy == (pair[1] - pair[0]) as i32) as usize;
+        }
+        assert!(found_any >= 7, "the scroll was found in {found_any} frames");
+        assert!(!kept.known.rows.is_empty(), "anchors were kept");
     }
 
     #[test]
