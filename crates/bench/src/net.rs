@@ -158,7 +158,7 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
     let (st, sh) = (stats.clone(), shown.clone());
     let ns_b = link.b().to_string();
     let viewer = in_namespace(&ns_b, move || -> anyhow::Result<(ViewerStats, u64, u64)> {
-        let rt = tokio::runtime::Runtime::new()?;
+        let rt = framewire_client::viewer::runtime()?;
         rt.block_on(async move {
             let mut o = ViewerOptions::new(addr.to_string(), Protocol::V1);
             o.quic = pin.filter(|_| transport == Transport::Quic);
