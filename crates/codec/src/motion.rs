@@ -235,7 +235,7 @@ impl Finder {
                 dy: plan.dy,
             }];
         }
-        if !self.vote(prev, cur, width, prev_hashes, cur_hashes) {
+        if !self.vote((prev, cur, width), (prev_hashes, cur_hashes)) {
             return Vec::new();
         }
         let mut cands: Vec<((i32, i32), u32)> = self
@@ -266,12 +266,10 @@ impl Finder {
     /// has too few anchors to vote (noise, a photograph), before the old one is read.
     fn vote(
         &mut self,
-        prev: &[u8],
-        cur: &[u8],
-        width: usize,
-        prev_hashes: &[u64],
-        cur_hashes: &[u64],
+        (prev, cur, width): (&[u8], &[u8], usize),
+        hashes: (&[u64], &[u64]),
     ) -> bool {
+        let (prev_hashes, cur_hashes) = hashes;
         self.table.clear();
         self.votes.clear();
         self.seeds.clear();

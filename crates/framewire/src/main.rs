@@ -36,12 +36,14 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();
-    let rt = match match cli.command {
+    let rt = match cli.command {
+        // A viewer is one chain of work: one thread (see `viewer::runtime`).
         cli::Command::View(_) => framewire_client::viewer::runtime(),
         _ => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build(),
-    } {
+    };
+    let rt = match rt {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
