@@ -265,9 +265,9 @@ impl ViewerFlow {
     /// Stall probes for a viewer with a byte budget whose transport gives up on the frames in
     /// flight when one that needs none of them is sent (QUIC resets their streams). Only such a
     /// transport lets a probe overtake the frames stuck in a blackout. On one ordered stream
-    /// (TCP) a probe would wait behind them, and after them, the picture it was made against
-    /// may be older than the viewer's kept pictures (it keeps the last 10): it would be refused
-    /// as a missing base.
+    /// (TCP) a probe would wait behind them, and after them the picture it was made against is
+    /// one the viewer no longer holds (it keeps none there, or the last 10): it would be
+    /// refused as a missing base.
     pub fn with_stall_probes(mut self) -> Self {
         self.probes_on = true;
         self

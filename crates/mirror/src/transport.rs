@@ -39,11 +39,6 @@ pub trait Transport: Send {
     fn drops_superseded(&self) -> bool {
         false
     }
-    /// A frame sent on a stream of its own ([`Transmit::own_stream`]) may never arrive. False
-    /// for one ordered, reliable byte stream.
-    fn loses_frames(&self) -> bool {
-        false
-    }
 }
 
 /// Everything in order on one byte stream.

@@ -68,7 +68,8 @@ impl Mirror {
         }
         let mut cfg = self.host_config(Protocol::V1, control);
         cfg.drops_superseded = sock.drops_superseded();
-        cfg.frames_may_be_lost = sock.loses_frames();
+        // A transport that gives up on frames is one on which they may never arrive.
+        cfg.frames_may_be_lost = sock.drops_superseded();
         let session = HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), cfg);
         // The capture loop makes (and encodes) each stream while its count is above zero.
         let _counted = match n.colour {

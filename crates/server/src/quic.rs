@@ -179,10 +179,6 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
         true
     }
 
-    fn loses_frames(&self) -> bool {
-        true
-    }
-
     fn path(&self) -> Option<PathFigures> {
         let s = self.link.quic().stats();
         Some(PathFigures {
