@@ -215,14 +215,24 @@ pub struct ViewerFlow {
     probing: bool,
     /// Bytes sent as stall probes since the last ACK.
     probe_bytes: u64,
+    /// When the first of those was sent (µs), and the largest of them (bytes).
+    probes_since_us: Option<u64>,
+    probe_largest: u64,
 }
 
 /// A viewer with a byte budget whose ACKs stopped (a blackout, a Wi-Fi hiccup) while frames
 /// are in flight is *stalled* once its oldest frame in flight is older than its minimum RTT,
 /// plus the time that frame takes to cross at the measured delivery rate, plus
 /// [`STALL_AFTER_US`]. From then on, one frame every [`PROBE_EVERY_US`] goes beyond the
-/// budget, made against the picture the viewer acknowledged, until the probes since the last
-/// ACK have cost one byte budget. A probe needs none of the frames lost in the blackout, and
+/// budget, made against the picture the viewer acknowledged. The probes since the last ACK
+/// may cost one byte budget at once, and beyond it, while each is at most half the budget, no
+/// more than the measured delivery rate over the time since the first of them: a long
+/// blackout gets probes at about the rate the path carried, so one crosses soon after the
+/// path comes back (had they stopped, the next frame would wait for the transport's probe
+/// timeout). Where a probe is larger (a video on a slow path, whose frames take a round trip
+/// or more to cross), a stall is more likely a frame still crossing than a blackout, and a
+/// newer probe would only supersede one about to arrive: one budget of probes is all it gets.
+/// A probe needs none of the frames lost in the blackout, and
 /// the transport gives up on those (see [`ViewerFlow::with_stall_probes`]). The first probe to
 /// cross when the path comes back makes the picture exact. Without probes, the viewer waits
 /// for the transport's own probes (whose timeout doubles with each one lost) and the repair of
@@ -250,6 +260,8 @@ impl ViewerFlow {
             probes_on: false,
             probing: false,
             probe_bytes: 0,
+            probes_since_us: None,
+            probe_largest: 0,
         }
     }
 
@@ -340,17 +352,30 @@ impl ViewerFlow {
         }
         let &(_, oldest) = self.inflight.front()?;
         let e = b.estimate();
-        // Probes cost at most one byte budget per stall: a stall on a path of large frames (a
-        // video) gets one probe, not one every interval. The frames stuck before them do not
-        // count against it: each probe makes the transport give up on them.
-        if e.rate_bytes_per_s == 0 || self.probe_bytes >= e.budget_bytes {
+        if e.rate_bytes_per_s == 0 {
             return None;
         }
+        let at_rate = |bytes: u64| (bytes as u128 * 1_000_000 / e.rate_bytes_per_s as u128) as u64;
+        // Probes cost one byte budget at once, then no more than the delivery rate: a stall on
+        // a path of large frames (a video) gets one probe, then one a frame's crossing time
+        // later. The frames stuck before them do not count: each probe makes the transport
+        // give up on them.
+        let paid_at = match self.probes_since_us {
+            Some(_)
+                if self.probe_bytes >= e.budget_bytes
+                    && 2 * self.probe_largest > e.budget_bytes =>
+            {
+                return None;
+            }
+            Some(since) if self.probe_bytes > e.budget_bytes => {
+                since + at_rate(self.probe_bytes - e.budget_bytes)
+            }
+            _ => 0,
+        };
         // The oldest frame takes its time to cross at the measured rate: a slow path still
         // delivering a large frame is not a stalled one.
-        let crossing = (b.oldest_bytes() as u128 * 1_000_000 / e.rate_bytes_per_s as u128) as u64;
-        let stalled_at = oldest + e.min_rtt_us + crossing + STALL_AFTER_US;
-        Some(stalled_at.max(self.next_probe_us))
+        let stalled_at = oldest + e.min_rtt_us + at_rate(b.oldest_bytes()) + STALL_AFTER_US;
+        Some(stalled_at.max(self.next_probe_us).max(paid_at))
     }
 
     /// When the oldest frame in flight runs out of time for its ACK (µs), if any.
@@ -473,6 +498,8 @@ impl ViewerFlow {
     pub fn on_sent(&mut self, seq: u64, bytes: u64, now_us: u64) {
         if std::mem::take(&mut self.probing) {
             self.probe_bytes += bytes;
+            self.probe_largest = self.probe_largest.max(bytes);
+            self.probes_since_us.get_or_insert(now_us);
         }
         self.inflight.push_back((seq, now_us));
         if let Some(b) = &mut self.bytes {
@@ -488,6 +515,8 @@ impl ViewerFlow {
         }
         self.stats.acks += 1;
         self.probe_bytes = 0;
+        self.probes_since_us = None;
+        self.probe_largest = 0;
         if let Some(b) = &mut self.bytes {
             b.on_ack(seq, now_us);
         }
@@ -749,17 +778,84 @@ mod tests {
             "probes closer than {PROBE_EVERY_US} µs: {probes:?}"
         );
         assert_eq!(v.stats().stall_probes, probes.len() as u64);
-        // Probes cost at most one byte budget (and the frame that crosses it).
+        // Probes cost one byte budget (and the frame that crosses it), then no more than the
+        // delivery rate since the first of them.
         let e = v.link_estimate().expect("a byte budget");
+        let spent = probes.len() as u64 * 2_000;
+        let span = probes.last().unwrap().0 - probes[0].0;
         assert!(
-            probes.len() as u64 * 2_000 < e.budget_bytes + 2_000,
-            "{} probes, {e:?}",
+            spent <= e.budget_bytes + 2_000 + e.rate_bytes_per_s * span / 1_000_000,
+            "{} probes over {span} µs, {e:?}",
             probes.len()
+        );
+        assert!(
+            spent > e.budget_bytes,
+            "probes go on beyond the budget: {probes:?}, {e:?}"
         );
         // The path comes back: an ACK for the last probe settles what was before it.
         let (_, probe_seq) = *probes.last().expect("checked above");
         v.on_ack(probe_seq, now);
         assert!(v.can_send(now));
+    }
+
+    /// Runs `v`, stalled since `run_until_dark`, for four seconds of frames of `bytes`, each
+    /// made against the acknowledged picture: returns when each probe went.
+    fn probe_for_4s(v: &mut ViewerFlow, bytes: u64) -> Vec<u64> {
+        let (mut now, mut seq, sent_at) = run_until_dark(v);
+        let last = sent_at.first().map_or(seq - 1, |&(s, _)| s - 1);
+        let mut probes = Vec::new();
+        for _ in 0..240 {
+            if v.can_send(now) {
+                v.plan_with_bases(&changing(seq), acked(last));
+                if v.stats().stall_probes > probes.len() as u64 {
+                    probes.push(now);
+                }
+                v.on_sent(seq, bytes, now);
+            }
+            seq += 1;
+            now += FRAME_US;
+        }
+        probes
+    }
+
+    /// Probes of frames larger than the budget's frame allowance but at most half the budget
+    /// (a scroll on a long path): after one budget, each waits until the measured delivery
+    /// rate has paid for the ones before it, so a long blackout costs what the path carried.
+    #[test]
+    fn probes_beyond_the_budget_go_no_faster_than_the_path_delivered() {
+        let mut v = flow().with_byte_budget().with_stall_probes();
+        let big = 16_000;
+        let probes = probe_for_4s(&mut v, big);
+        let e = v.link_estimate().expect("a byte budget");
+        assert!(2 * big <= e.budget_bytes, "{e:?}");
+        assert!(probes.len() >= 6, "{probes:?}");
+        // Probe n (from 0) goes at the first moment, PROBE_EVERY_US after the one before, when
+        // the rate has paid, since the first, for the n probes before it beyond the budget.
+        for n in 1..probes.len() {
+            let owed =
+                (n as u64 * big).saturating_sub(e.budget_bytes) * 1_000_000 / e.rate_bytes_per_s;
+            let earliest = (probes[n - 1] + PROBE_EVERY_US).max(probes[0] + owed);
+            assert!(
+                (earliest..earliest + FRAME_US).contains(&probes[n]),
+                "probe {n} at {}, earliest {earliest}: {probes:?}, {e:?}",
+                probes[n]
+            );
+        }
+        let (first, last) = (probes[0], *probes.last().unwrap());
+        assert!(last - first > 1_000_000, "still probing: {probes:?}");
+    }
+
+    /// Probes of frames over half the budget (a video on a slow path, where a stall is more
+    /// likely a frame still crossing): one budget of probes, then none until an ACK.
+    #[test]
+    fn probes_of_frames_over_half_the_budget_stop_after_one_budget() {
+        let mut v = flow().with_byte_budget().with_stall_probes();
+        let big = 100_000;
+        let probes = probe_for_4s(&mut v, big);
+        let e = v.link_estimate().expect("a byte budget");
+        assert!(2 * big > e.budget_bytes && big < e.budget_bytes, "{e:?}");
+        // The first is within the budget, the second crosses it, and then none.
+        assert_eq!(probes.len(), 2, "{probes:?}, {e:?}");
     }
 
     /// Without `with_stall_probes` (a transport that delivers every frame in order), a viewer

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 
+use crate::congestion::KeptWindowConfig;
 use crate::{Fingerprint, Identity, PinnedHost};
 
 /// The ALPN protocol id of framewire v1 over QUIC.
@@ -30,8 +31,11 @@ fn transport() -> Arc<quinn::TransportConfig> {
     .send_window(64 << 20)
     // BBR paces to the measured delivery rate and does not take random loss for congestion;
     // Cubic's window collapsed to a few packets at 5 % loss (measured: 8.7 kB, ~4 Mbit/s at
-    // 20 ms), far below what the path carried.
-    .congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default()))
+    // 20 ms), far below what the path carried. Its fall to the bytes in flight on a loss is
+    // undone for a while (see `congestion.rs`).
+    .congestion_controller_factory(Arc::new(KeptWindowConfig(Arc::new(
+        quinn::congestion::BbrConfig::default(),
+    ))))
     // Segmentation offload fails on some virtual links (veth) and its fallback drops a burst
     // of packets at the start; frames are not sent fast enough to need it.
     .enable_segmentation_offload(false)

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `identity.rs` | the host's self-signed certificate: made on first run, kept in the config directory, renewed before it runs out; its SHA-256 fingerprint |
 //! | `pin.rs` | the viewer's check of the host: the certificate must have the fingerprint from the link |
+//! | `congestion.rs` | QUIC's congestion window: BBR's, kept for a while when a loss would drop it to the bytes in flight |
 //! | `endpoint.rs` | the transport settings, host and viewer endpoints built from them, and the HTTP port's TLS |
 //!
 //! How v1 runs over a connection: the viewer opens one bidirectional stream for everything but
@@ -13,6 +14,7 @@
 //! frame, and a frame made stale by a newer one that does not need it is reset instead of
 //! retransmitted. See `spec/PROTOCOL.md`, "QUIC".
 
+pub mod congestion;
 mod endpoint;
 mod identity;
 mod pin;

@@ -1,0 +1,207 @@
+//! QUIC's congestion window for a real-time sender: BBR's, without its fall to the bytes in
+//! flight when a loss is detected.
+//!
+//! BBR (quinn's) enters *packet conservation* on a loss: its window becomes the bytes in
+//! flight at that moment, and grows only with the ACKs that follow. A frame stream is
+//! application-limited, so that is a small number (57 kB measured, under a 2.2 MB window). In
+//! a blackout no ACK follows: once the frames sent into it fill those bytes, nothing else
+//! leaves, not even the frames made to cross when the path comes back, until quinn's probe
+//! timeout (doubled with each probe lost) lets a packet through. Measured on scroll at 80 ms
+//! and 5 % loss, that cost about 240 ms after the path came back, where a sender that kept
+//! going was exact again in 50 ms (BENCHMARKS.md, "The blackout seen from both ends").
+//!
+//! [`KeptWindow`] wraps a controller and never lets its window fall below the largest it
+//! reported within the last [`HOLD`]. BBR's model of the path (delivery rate × minimum RTT)
+//! still sets that window, and its pacing rate is untouched; only the loss reaction is
+//! undone, and it is undone for a bounded time. The application already keeps what is in
+//! flight to about one frame beyond the bandwidth-delay product (`framewire_flow`'s byte
+//! budget) and skips frames beyond it, so the transport's window is a backstop, not the
+//! sender's brake. The window is re-read only at ACKs: through a blackout it stays where it
+//! was.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quinn::congestion::{Controller, ControllerFactory, ControllerMetrics};
+use quinn_proto::RttEstimator;
+
+/// How long the largest window is kept once the wrapped controller lowers its own.
+pub const HOLD: Duration = Duration::from_secs(1);
+
+/// A controller whose window does not fall for [`HOLD`] after the wrapped one lowers it.
+pub struct KeptWindow {
+    inner: Box<dyn Controller>,
+    /// The largest window the wrapped controller reported within [`HOLD`], and when.
+    kept: Option<(u64, Instant)>,
+}
+
+impl KeptWindow {
+    pub fn new(inner: Box<dyn Controller>) -> Self {
+        KeptWindow { inner, kept: None }
+    }
+
+    fn remember(&mut self, now: Instant) {
+        let w = self.inner.window();
+        let keep = match self.kept {
+            Some((k, at)) => w >= k || now.saturating_duration_since(at) > HOLD,
+            None => true,
+        };
+        if keep {
+            self.kept = Some((w, now));
+        }
+    }
+}
+
+impl Controller for KeptWindow {
+    fn on_sent(&mut self, now: Instant, bytes: u64, last_packet_number: u64) {
+        self.inner.on_sent(now, bytes, last_packet_number);
+    }
+
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: u64,
+        app_limited: bool,
+        rtt: &RttEstimator,
+    ) {
+        self.inner.on_ack(now, sent, bytes, app_limited, rtt);
+    }
+
+    fn on_end_acks(
+        &mut self,
+        now: Instant,
+        in_flight: u64,
+        app_limited: bool,
+        largest_packet_num_acked: Option<u64>,
+    ) {
+        // The window before these ACKs' losses took effect, then after.
+        self.remember(now);
+        self.inner
+            .on_end_acks(now, in_flight, app_limited, largest_packet_num_acked);
+        self.remember(now);
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        is_persistent_congestion: bool,
+        lost_bytes: u64,
+    ) {
+        self.remember(now);
+        self.inner
+            .on_congestion_event(now, sent, is_persistent_congestion, lost_bytes);
+    }
+
+    fn on_mtu_update(&mut self, new_mtu: u16) {
+        self.inner.on_mtu_update(new_mtu);
+    }
+
+    fn window(&self) -> u64 {
+        let w = self.inner.window();
+        self.kept.map_or(w, |(k, _)| w.max(k))
+    }
+
+    fn metrics(&self) -> ControllerMetrics {
+        let mut m = self.inner.metrics();
+        m.congestion_window = self.window();
+        m
+    }
+
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(KeptWindow {
+            inner: self.inner.clone_box(),
+            kept: self.kept,
+        })
+    }
+
+    fn initial_window(&self) -> u64 {
+        self.inner.initial_window()
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// Builds a [`KeptWindow`] around each controller `F` builds.
+pub struct KeptWindowConfig<F>(pub Arc<F>);
+
+impl<F: ControllerFactory + Send + Sync + 'static> ControllerFactory for KeptWindowConfig<F> {
+    fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn Controller> {
+        Box::new(KeptWindow::new(self.0.clone().build(now, current_mtu)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A controller whose window the test sets.
+    #[derive(Clone)]
+    struct Set(Arc<Mutex<u64>>);
+
+    impl Controller for Set {
+        fn on_congestion_event(&mut self, _: Instant, _: Instant, _: bool, _: u64) {}
+        fn on_mtu_update(&mut self, _: u16) {}
+        fn window(&self) -> u64 {
+            *self.0.lock().unwrap()
+        }
+        fn clone_box(&self) -> Box<dyn Controller> {
+            Box::new(self.clone())
+        }
+        fn initial_window(&self) -> u64 {
+            12_000
+        }
+        fn into_any(self: Box<Self>) -> Box<dyn Any> {
+            self
+        }
+    }
+
+    #[test]
+    fn a_window_lowered_by_a_loss_is_kept_for_the_hold_then_follows() {
+        let w = Arc::new(Mutex::new(2_000_000));
+        let mut c = KeptWindow::new(Box::new(Set(w.clone())));
+        let t0 = Instant::now();
+        c.on_end_acks(t0, 50_000, true, Some(10));
+        assert_eq!(c.window(), 2_000_000);
+
+        // A loss: the wrapped window falls to what was in flight.
+        c.on_congestion_event(t0, t0, false, 1_200);
+        *w.lock().unwrap() = 57_000;
+        c.on_end_acks(t0 + Duration::from_millis(5), 57_000, true, Some(11));
+        assert_eq!(c.window(), 2_000_000, "kept through the loss");
+        // No ACK for a while (a blackout): still kept, whatever the time.
+        assert_eq!(c.window(), 2_000_000);
+
+        // ACKs after the hold: the window follows the wrapped one again, down as well as up.
+        c.on_end_acks(
+            t0 + HOLD + Duration::from_millis(10),
+            57_000,
+            true,
+            Some(12),
+        );
+        assert_eq!(c.window(), 57_000);
+        *w.lock().unwrap() = 300_000;
+        c.on_end_acks(t0 + HOLD + Duration::from_millis(20), 0, true, Some(13));
+        assert_eq!(c.window(), 300_000);
+        assert_eq!(c.metrics().congestion_window, 300_000);
+    }
+
+    #[test]
+    fn a_larger_window_is_taken_at_once() {
+        let w = Arc::new(Mutex::new(100_000));
+        let mut c = KeptWindow::new(Box::new(Set(w.clone())));
+        let t0 = Instant::now();
+        c.on_end_acks(t0, 0, true, Some(1));
+        *w.lock().unwrap() = 400_000;
+        assert_eq!(c.window(), 400_000, "read through before any ACK");
+        c.on_end_acks(t0 + Duration::from_millis(1), 0, true, Some(2));
+        *w.lock().unwrap() = 200_000;
+        c.on_end_acks(t0 + Duration::from_millis(2), 0, true, Some(3));
+        assert_eq!(c.window(), 400_000);
+    }
+}
