@@ -10,10 +10,13 @@
 //! and 5 % loss, that cost about 240 ms after the path came back, where a sender that kept
 //! going was exact again in 50 ms (BENCHMARKS.md, "The blackout seen from both ends").
 //!
-//! [`KeptWindow`] wraps a controller and never lets its window fall below the largest it
-//! reported within the last [`HOLD`]. BBR's model of the path (delivery rate × minimum RTT)
-//! still sets that window, and its pacing rate is untouched; only the loss reaction is
-//! undone, and it is undone for a bounded time. The application already keeps what is in
+//! [`KeptWindow`] wraps a controller and, while the sender is application-limited, never lets
+//! its window fall below the largest it reported within the last [`HOLD`]. BBR's model of the
+//! path (delivery rate × minimum RTT) still sets that window, and its pacing rate is
+//! untouched; only the loss reaction is undone, for a bounded time, and only for a sender
+//! that was not using the window it had. A sender that fills its window (a video on a slow
+//! link) gets BBR's window as it is: there a loss is more likely its own overshoot, and
+//! keeping the window measured at 10 Mbit/s left some runs with no frame whole at all. The application already keeps what is in
 //! flight to about one frame beyond the bandwidth-delay product (`framewire_flow`'s byte
 //! budget) and skips frames beyond it, so the transport's window is a backstop, not the
 //! sender's brake. The window is re-read only at ACKs: through a blackout it stays where it
@@ -34,11 +37,17 @@ pub struct KeptWindow {
     inner: Box<dyn Controller>,
     /// The largest window the wrapped controller reported within [`HOLD`], and when.
     kept: Option<(u64, Instant)>,
+    /// The last ACKs found the sender application-limited.
+    app_limited: bool,
 }
 
 impl KeptWindow {
     pub fn new(inner: Box<dyn Controller>) -> Self {
-        KeptWindow { inner, kept: None }
+        KeptWindow {
+            inner,
+            kept: None,
+            app_limited: true,
+        }
     }
 
     fn remember(&mut self, now: Instant) {
@@ -81,6 +90,7 @@ impl Controller for KeptWindow {
         self.inner
             .on_end_acks(now, in_flight, app_limited, largest_packet_num_acked);
         self.remember(now);
+        self.app_limited = app_limited;
     }
 
     fn on_congestion_event(
@@ -101,7 +111,10 @@ impl Controller for KeptWindow {
 
     fn window(&self) -> u64 {
         let w = self.inner.window();
-        self.kept.map_or(w, |(k, _)| w.max(k))
+        match self.kept {
+            Some((k, _)) if self.app_limited => w.max(k),
+            _ => w,
+        }
     }
 
     fn metrics(&self) -> ControllerMetrics {
@@ -114,6 +127,7 @@ impl Controller for KeptWindow {
         Box::new(KeptWindow {
             inner: self.inner.clone_box(),
             kept: self.kept,
+            app_limited: self.app_limited,
         })
     }
 
@@ -189,6 +203,20 @@ mod tests {
         c.on_end_acks(t0 + HOLD + Duration::from_millis(20), 0, true, Some(13));
         assert_eq!(c.window(), 300_000);
         assert_eq!(c.metrics().congestion_window, 300_000);
+    }
+
+    #[test]
+    fn a_sender_that_fills_its_window_gets_the_wrapped_window_as_it_is() {
+        let w = Arc::new(Mutex::new(2_000_000));
+        let mut c = KeptWindow::new(Box::new(Set(w.clone())));
+        let t0 = Instant::now();
+        c.on_end_acks(t0, 1_900_000, false, Some(10));
+        *w.lock().unwrap() = 500_000;
+        c.on_end_acks(t0 + Duration::from_millis(5), 500_000, false, Some(11));
+        assert_eq!(c.window(), 500_000, "not application-limited: BBR's window");
+        // Application-limited again: the window of the last second is kept.
+        c.on_end_acks(t0 + Duration::from_millis(10), 20_000, true, Some(12));
+        assert_eq!(c.window(), 2_000_000);
     }
 
     #[test]
