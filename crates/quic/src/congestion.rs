@@ -10,13 +10,16 @@
 //! and 5 % loss, that cost about 240 ms after the path came back, where a sender that kept
 //! going was exact again in 50 ms (BENCHMARKS.md, "The blackout seen from both ends").
 //!
-//! [`KeptWindow`] wraps a controller and, while the sender is application-limited, never lets
-//! its window fall below the largest it reported within the last [`HOLD`]. BBR's model of the
-//! path (delivery rate × minimum RTT) still sets that window, and its pacing rate is
-//! untouched; only the loss reaction is undone, for a bounded time, and only for a sender
-//! that was not using the window it had. A sender that fills its window (a video on a slow
-//! link) gets BBR's window as it is: there a loss is more likely its own overshoot, and
-//! keeping the window measured at 10 Mbit/s left some runs with no frame whole at all. The application already keeps what is in
+//! [`KeptWindow`] wraps a controller and, while the sender uses at most half its window, never
+//! lets that window fall below the largest the wrapped one reported within the last [`HOLD`].
+//! BBR's model of the path (delivery rate × minimum RTT) still sets that window, and its
+//! pacing rate is untouched; only the loss reaction is undone, for a bounded time, and only
+//! for a sender that was not using the window it had. A sender that fills its window (a video
+//! on a slow link) gets BBR's window as it is: there a loss is more likely its own overshoot,
+//! and keeping the window measured at 10 Mbit/s left some runs with no frame whole at all.
+//! (quinn's own "application-limited" flag does not tell them apart: a sender held back by
+//! the fallen window is not application-limited, so that flag lost the window exactly when
+//! it was needed.) The application already keeps what is in
 //! flight to about one frame beyond the bandwidth-delay product (`framewire_flow`'s byte
 //! budget) and skips frames beyond it, so the transport's window is a backstop, not the
 //! sender's brake. The window is re-read only at ACKs: through a blackout it stays where it
@@ -37,8 +40,8 @@ pub struct KeptWindow {
     inner: Box<dyn Controller>,
     /// The largest window the wrapped controller reported within [`HOLD`], and when.
     kept: Option<(u64, Instant)>,
-    /// The last ACKs found the sender application-limited.
-    app_limited: bool,
+    /// At the last ACKs, more than half the window was in flight.
+    filling: bool,
 }
 
 impl KeptWindow {
@@ -46,7 +49,7 @@ impl KeptWindow {
         KeptWindow {
             inner,
             kept: None,
-            app_limited: true,
+            filling: false,
         }
     }
 
@@ -86,11 +89,11 @@ impl Controller for KeptWindow {
         largest_packet_num_acked: Option<u64>,
     ) {
         // The window before these ACKs' losses took effect, then after.
+        self.filling = in_flight.saturating_mul(2) > self.window();
         self.remember(now);
         self.inner
             .on_end_acks(now, in_flight, app_limited, largest_packet_num_acked);
         self.remember(now);
-        self.app_limited = app_limited;
     }
 
     fn on_congestion_event(
@@ -112,7 +115,7 @@ impl Controller for KeptWindow {
     fn window(&self) -> u64 {
         let w = self.inner.window();
         match self.kept {
-            Some((k, _)) if self.app_limited => w.max(k),
+            Some((k, _)) if !self.filling => w.max(k),
             _ => w,
         }
     }
@@ -127,7 +130,7 @@ impl Controller for KeptWindow {
         Box::new(KeptWindow {
             inner: self.inner.clone_box(),
             kept: self.kept,
-            app_limited: self.app_limited,
+            filling: self.filling,
         })
     }
 
@@ -210,12 +213,17 @@ mod tests {
         let w = Arc::new(Mutex::new(2_000_000));
         let mut c = KeptWindow::new(Box::new(Set(w.clone())));
         let t0 = Instant::now();
-        c.on_end_acks(t0, 1_900_000, false, Some(10));
+        c.on_end_acks(t0, 50_000, true, Some(10));
         *w.lock().unwrap() = 500_000;
-        c.on_end_acks(t0 + Duration::from_millis(5), 500_000, false, Some(11));
-        assert_eq!(c.window(), 500_000, "not application-limited: BBR's window");
-        // Application-limited again: the window of the last second is kept.
-        c.on_end_acks(t0 + Duration::from_millis(10), 20_000, true, Some(12));
+        c.on_end_acks(t0 + Duration::from_millis(1), 50_000, true, Some(11));
+        assert_eq!(c.window(), 2_000_000, "a quarter of it in flight: kept");
+        // More than half the window in flight: BBR's window as it is.
+        c.on_end_acks(t0 + Duration::from_millis(5), 1_100_000, false, Some(12));
+        assert_eq!(c.window(), 500_000);
+        c.on_end_acks(t0 + Duration::from_millis(6), 490_000, false, Some(13));
+        assert_eq!(c.window(), 500_000, "still filling the window it has");
+        // Little in flight again: the window of the last second is kept.
+        c.on_end_acks(t0 + Duration::from_millis(10), 20_000, true, Some(14));
         assert_eq!(c.window(), 2_000_000);
     }
 
