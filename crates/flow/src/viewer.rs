@@ -355,18 +355,16 @@ impl ViewerFlow {
         if e.rate_bytes_per_s == 0 {
             return None;
         }
+        // Probes cost one byte budget at once. Beyond it, probes of at most half the budget
+        // go no faster than the delivery rate (a blackout gets probes until the path is back),
+        // and larger ones stop (a stall on a path of large frames, a video, gets one budget).
+        // The frames stuck before them do not count: each probe makes the transport give up
+        // on them.
+        if self.probe_bytes >= e.budget_bytes && 2 * self.probe_largest > e.budget_bytes {
+            return None;
+        }
         let at_rate = |bytes: u64| (bytes as u128 * 1_000_000 / e.rate_bytes_per_s as u128) as u64;
-        // Probes cost one byte budget at once, then no more than the delivery rate: a stall on
-        // a path of large frames (a video) gets one probe, then one a frame's crossing time
-        // later. The frames stuck before them do not count: each probe makes the transport
-        // give up on them.
         let paid_at = match self.probes_since_us {
-            Some(_)
-                if self.probe_bytes >= e.budget_bytes
-                    && 2 * self.probe_largest > e.budget_bytes =>
-            {
-                return None;
-            }
             Some(since) if self.probe_bytes > e.budget_bytes => {
                 since + at_rate(self.probe_bytes - e.budget_bytes)
             }
