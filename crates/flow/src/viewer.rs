@@ -796,9 +796,11 @@ mod tests {
         assert!(v.can_send(now));
     }
 
-    /// Runs `v`, stalled since `run_until_dark`, for four seconds of frames of `bytes`, each
-    /// made against the acknowledged picture: returns when each probe went.
-    fn probe_for_4s(v: &mut ViewerFlow, bytes: u64) -> Vec<u64> {
+    /// Runs a viewer with stall probes, stalled after `run_until_dark`, for four seconds of
+    /// frames of `bytes`, each made against the acknowledged picture: returns when each probe
+    /// went, and the estimate of the path at the end.
+    fn probe_for_4s(bytes: u64) -> (Vec<u64>, LinkEstimate) {
+        let v = &mut flow().with_byte_budget().with_stall_probes();
         let (mut now, mut seq, sent_at) = run_until_dark(v);
         let last = sent_at.first().map_or(seq - 1, |&(s, _)| s - 1);
         let mut probes = Vec::new();
@@ -813,7 +815,7 @@ mod tests {
             seq += 1;
             now += FRAME_US;
         }
-        probes
+        (probes, v.link_estimate().expect("a byte budget"))
     }
 
     /// Probes of frames larger than the budget's frame allowance but at most half the budget
@@ -821,10 +823,8 @@ mod tests {
     /// rate has paid for the ones before it, so a long blackout costs what the path carried.
     #[test]
     fn probes_beyond_the_budget_go_no_faster_than_the_path_delivered() {
-        let mut v = flow().with_byte_budget().with_stall_probes();
         let big = 16_000;
-        let probes = probe_for_4s(&mut v, big);
-        let e = v.link_estimate().expect("a byte budget");
+        let (probes, e) = probe_for_4s(big);
         assert!(2 * big <= e.budget_bytes, "{e:?}");
         assert!(probes.len() >= 6, "{probes:?}");
         // Probe n (from 0) goes at the first moment, PROBE_EVERY_US after the one before, when
@@ -847,10 +847,8 @@ mod tests {
     /// likely a frame still crossing): one budget of probes, then none until an ACK.
     #[test]
     fn probes_of_frames_over_half_the_budget_stop_after_one_budget() {
-        let mut v = flow().with_byte_budget().with_stall_probes();
         let big = 100_000;
-        let probes = probe_for_4s(&mut v, big);
-        let e = v.link_estimate().expect("a byte budget");
+        let (probes, e) = probe_for_4s(big);
         assert!(2 * big > e.budget_bytes && big < e.budget_bytes, "{e:?}");
         // The first is within the budget, the second crosses it, and then none.
         assert_eq!(probes.len(), 2, "{probes:?}, {e:?}");

@@ -178,11 +178,16 @@ mod tests {
         }
     }
 
+    /// A [`KeptWindow`] around a controller whose window starts at `window`, the handle that
+    /// sets it, and a start time.
+    fn wrapped(window: u64) -> (Arc<Mutex<u64>>, KeptWindow, Instant) {
+        let w = Arc::new(Mutex::new(window));
+        (w.clone(), KeptWindow::new(Box::new(Set(w))), Instant::now())
+    }
+
     #[test]
     fn a_window_lowered_by_a_loss_is_kept_for_the_hold_then_follows() {
-        let w = Arc::new(Mutex::new(2_000_000));
-        let mut c = KeptWindow::new(Box::new(Set(w.clone())));
-        let t0 = Instant::now();
+        let (w, mut c, t0) = wrapped(2_000_000);
         c.on_end_acks(t0, 50_000, true, Some(10));
         assert_eq!(c.window(), 2_000_000);
 
@@ -210,9 +215,7 @@ mod tests {
 
     #[test]
     fn a_sender_that_fills_its_window_gets_the_wrapped_window_as_it_is() {
-        let w = Arc::new(Mutex::new(2_000_000));
-        let mut c = KeptWindow::new(Box::new(Set(w.clone())));
-        let t0 = Instant::now();
+        let (w, mut c, t0) = wrapped(2_000_000);
         c.on_end_acks(t0, 50_000, true, Some(10));
         *w.lock().unwrap() = 500_000;
         c.on_end_acks(t0 + Duration::from_millis(1), 50_000, true, Some(11));
@@ -229,9 +232,7 @@ mod tests {
 
     #[test]
     fn a_larger_window_is_taken_at_once() {
-        let w = Arc::new(Mutex::new(100_000));
-        let mut c = KeptWindow::new(Box::new(Set(w.clone())));
-        let t0 = Instant::now();
+        let (w, mut c, t0) = wrapped(100_000);
         c.on_end_acks(t0, 0, true, Some(1));
         *w.lock().unwrap() = 400_000;
         assert_eq!(c.window(), 400_000, "read through before any ACK");
