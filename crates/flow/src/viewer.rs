@@ -81,7 +81,8 @@ pub struct ViewerFlowStats {
     /// Frames captured while this viewer was at its in-flight limit (superseded by newer ones).
     pub skipped: u64,
     pub acks: u64,
-    /// ACKs for frames that were not in flight (a confused or hostile viewer).
+    /// ACKs for frames that were not in flight: already settled by the ACK of a frame that
+    /// overtook them (frames on streams of their own), or a confused or hostile viewer.
     pub unknown_acks: u64,
     /// In-flight frames given up on after `ack_timeout_us` without an ACK.
     pub ack_timeouts: u64,

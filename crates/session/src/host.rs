@@ -172,6 +172,18 @@ struct Retained {
     /// The seq of the last frame sent that depends on nothing in flight: a viewer reporting a
     /// missing base for an earlier frame is already being repaired.
     repaired_at: u64,
+    /// When that frame was sent, until the viewer answers it. Until then, a later frame that
+    /// comes back with a missing base may just have overtaken it (a keyframe crossing a slow
+    /// link behind the small deltas made against it): the repair still covers it, for
+    /// `repair_patience_us`. Another repair would reset the one crossing, and its own deltas
+    /// would overtake it in turn.
+    repair_unanswered_since: Option<u64>,
+    /// How long the repair may take to cross: twice its bytes at the delivery rate measured,
+    /// plus two round trips (a lost packet sent again), at most `ack_timeout_us`; before
+    /// anything was measured, `ack_timeout_us`.
+    repair_patience_us: u64,
+    /// How long the flow waits for any ACK ([`HostConfig::ack_timeout_us`]).
+    ack_timeout_us: u64,
     /// Deltas go against the acknowledged picture ([`HostConfig::frames_may_be_lost`]).
     prefer_acknowledged: bool,
 }
@@ -199,18 +211,36 @@ impl Retained {
             .find(|x| x.content_id == content)
     }
 
-    /// The viewer ACKed `seq`: earlier frames in flight are settled; an applied one becomes
-    /// the acknowledged picture.
+    /// The viewer ACKed `seq`. An applied frame becomes the acknowledged picture and settles
+    /// the frames before it (the viewer applies frames in seq order, so it drops them now). A
+    /// frame it could not apply settles only itself: an older one, overtaken, may still come
+    /// and apply.
     fn on_ack(&mut self, seq: u64, applied: bool) {
+        if seq == self.repaired_at || (applied && seq > self.repaired_at) {
+            self.repair_unanswered_since = None;
+        }
+        if !applied {
+            self.inflight.retain(|x| x.seq != seq);
+            return;
+        }
         while let Some(x) = self.inflight.front() {
             if x.seq > seq {
                 break;
             }
             let x = self.inflight.pop_front().expect("front exists");
-            if x.seq == seq && applied {
+            if x.seq == seq {
                 self.acknowledged = Some(x);
             }
         }
+    }
+
+    /// Whether a missing base reported for frame `seq` at `now` is covered by the repair
+    /// still crossing (see [`Retained::repair_unanswered_since`]).
+    fn repair_covers(&self, seq: u64, now: u64) -> bool {
+        seq > self.repaired_at
+            && self
+                .repair_unanswered_since
+                .is_some_and(|t| now.saturating_sub(t) < self.repair_patience_us)
     }
 }
 
@@ -246,6 +276,7 @@ impl<W: Wire> HostSession<W> {
             done: false,
             bases: Retained {
                 prefer_acknowledged: cfg.frames_may_be_lost,
+                ack_timeout_us: cfg.ack_timeout_us,
                 ..Retained::default()
             },
         }
@@ -402,12 +433,20 @@ impl<W: Wire> HostSession<W> {
             }
             Plan::Keyframe { .. } => self.wire.keyframe(f, &mut self.head).0,
         };
+        let bytes = (self.head.len() + out.payload.as_ref().map_or(0, |p| p.len())) as u64;
         if independent {
-            self.bases.repaired_at = f.seq;
+            let b = &mut self.bases;
+            b.repaired_at = f.seq;
+            b.repair_unanswered_since = Some(now);
+            b.repair_patience_us = match self.flow.link_estimate() {
+                Some(e) if e.rate_bytes_per_s > 0 => (2 * e.min_rtt_us
+                    + 2 * bytes * 1_000_000 / e.rate_bytes_per_s)
+                    .min(b.ack_timeout_us),
+                _ => b.ack_timeout_us,
+            };
         }
         if let Some(id) = out.ack_id {
-            let bytes = self.head.len() + out.payload.as_ref().map_or(0, |p| p.len());
-            self.flow.on_sent(id, bytes as u64, now);
+            self.flow.on_sent(id, bytes, now);
             if self.sent.len() >= SENT_LOG {
                 self.sent.pop_front();
             }
@@ -473,8 +512,9 @@ impl<W: Wire> HostSession<W> {
             } => {
                 self.bases.on_ack(seq, status == AckStatus::Applied);
                 if status == AckStatus::BaseMissing {
-                    // Frames sent before the last repair fail too; that repair covers them.
-                    if seq >= self.bases.repaired_at {
+                    // Frames sent before the last repair fail too, and so may frames after
+                    // it while it is crossing: that repair covers them.
+                    if seq >= self.bases.repaired_at && !self.bases.repair_covers(seq, now) {
                         self.events.push_back(Event::Count(HostCount::BaseMissing));
                         if seq == self.bases.repaired_at && self.bases.acknowledged.is_some() {
                             // The repair itself, made against the picture the viewer
@@ -574,9 +614,14 @@ impl<W: Wire> HostSession<W> {
         }
     }
 
-    /// The capture time of frame `id`; ACKs come in order, so earlier entries are settled.
+    /// The capture time of frame `id`. Earlier entries are settled; an ACK older than every
+    /// entry (a frame that overtaken frames were ACKed before) settles none.
     fn capture_time(&mut self, id: u64) -> Option<u64> {
-        while let Some((i, c)) = self.sent.pop_front() {
+        while let Some(&(i, c)) = self.sent.front() {
+            if i > id {
+                return None;
+            }
+            self.sent.pop_front();
             if i == id {
                 return Some(c);
             }

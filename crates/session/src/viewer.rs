@@ -121,8 +121,10 @@ pub struct ViewerSession {
     sum: Option<u64>,
     /// Deltas name their base (the Welcome has [`v1::caps::NAMED_BASES`]).
     named_bases: bool,
-    /// The newest frame seq handled: with named bases, an older frame arriving later (another
-    /// transport stream overtook it) is left alone.
+    /// The newest frame seq applied: with named bases, an older frame arriving later (another
+    /// transport stream overtook it) is left alone. Only an applied frame counts: a keyframe
+    /// slower than the deltas made against it (a large frame on a slow link) still applies
+    /// after they were reported missing, and it is the repair the host is waiting on.
     newest: Option<u64>,
     stale: u64,
     waiting: Vec<Waiting>,
@@ -210,7 +212,7 @@ impl ViewerSession {
         self.done
     }
 
-    /// Frames that arrived after a newer one and were left alone (named bases).
+    /// Frames that arrived after a newer one was applied and were left alone (named bases).
     pub fn stale_frames(&self) -> u64 {
         self.stale
     }
@@ -355,7 +357,8 @@ impl ViewerSession {
         self.done = true;
     }
 
-    /// With named bases, whether a frame `seq` arrived after a newer one (and is dropped).
+    /// With named bases, whether a frame `seq` arrived after a newer one was applied (and is
+    /// dropped).
     fn stale(&mut self, seq: u64) -> bool {
         if !self.named_bases {
             return false;
@@ -364,7 +367,6 @@ impl ViewerSession {
             self.stale += 1;
             return true;
         }
-        self.newest = Some(seq);
         false
     }
 
@@ -612,6 +614,9 @@ impl ViewerSession {
         if s.base_missing {
             // The host names older pictures after all: keep them from now on.
             self.kept_max = KEPT;
+        }
+        if s.ok && self.named_bases {
+            self.newest = Some(s.seq);
         }
         let status = s.status();
         self.transmits.push_back(

@@ -84,10 +84,12 @@ function describe(packets: v1.Packet[]): { seq: number | null; base: v1.U64 | nu
 
 /**
  * Orders units for the viewer: `handle` gets each unit's packets when its base is held (or its
- * time is up), never one older than a unit already handled.
+ * time is up), never one older than a unit it applied. It says whether it applied the unit's
+ * frame: a keyframe slower than the deltas made against it (a large picture on a slow link)
+ * still applies after they were reported missing, and it is the repair the host waits on.
  */
 export class UnitOrder {
-  /** Units dropped because a newer frame came first. */
+  /** Units dropped because a newer frame was applied first. */
   stale = 0;
   private newest = -1;
   private waiting: Waiting[] = [];
@@ -96,7 +98,7 @@ export class UnitOrder {
   constructor(
     /** Whether the picture held, or a kept one, has this checksum. */
     private readonly holds: (sum: v1.U64) => boolean,
-    private readonly handle: (u: Unit) => void,
+    private readonly handle: (u: Unit) => boolean,
     private readonly nowMs: () => number,
   ) {}
 
@@ -134,8 +136,7 @@ export class UnitOrder {
       this.stale++;
       return;
     }
-    this.newest = u.seq;
-    this.handle(u);
+    if (this.handle(u)) this.newest = u.seq;
   }
 
   /** Handles the waiting units whose base is now held or whose time is up, oldest first. */

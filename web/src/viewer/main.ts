@@ -65,8 +65,11 @@ function send(b: Uint8Array): void {
   link?.send(b);
 }
 
-function handleAll(u: Unit): void {
-  for (const p of u.packets) handle(p, u.recvUs, u.recvMs);
+/** Handles a unit's packets; whether its frame (or Unchanged) was applied. */
+function handleAll(u: Unit): boolean {
+  let applied = false;
+  for (const p of u.packets) applied = handle(p, u.recvUs, u.recvMs) || applied;
+  return applied;
 }
 
 /** With named bases, makes the picture the one with checksum `sum` (held or kept). */
@@ -78,7 +81,8 @@ function pictureAt(sum: v1.U64): boolean {
   return true;
 }
 
-function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
+/** Handles one packet; whether it was a frame or Unchanged that applied. */
+function handle(p: v1.Packet, recvUs: number, recvMs: number): boolean {
   switch (p.type) {
     case v1.T.Welcome:
       backoff = 250;
@@ -92,7 +96,7 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
         console.warn(`framewire: ${p.width}×${p.height} in colour exceeds this GPU's textures; asking for grey`);
         wantGrey = true;
         link?.close();
-        return;
+        return false;
       }
       picture = new Picture(p.width, p.height * planes);
       kept.clear();
@@ -106,9 +110,9 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
         // against one this viewer acknowledged.
         basesMissing++;
         send(v1.ack(p.seq, v1.AckStatus.BaseMissing, recvUs, nowUs(), nowUs()));
-        return;
+        return false;
       }
-      if (!key && !picture.valid) return; // waiting for the keyframe we asked for
+      if (!key && !picture.valid) return false; // waiting for the keyframe we asked for
       try {
         picture.apply(p.flags, p.codec, p.rawLen, p.payload);
         stats.codec = codecName(p.codec);
@@ -116,7 +120,7 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
         stats.decodeErrors++;
         console.warn("framewire: decode error", e);
         send(v1.ack(p.seq, v1.AckStatus.DecodeError, recvUs, nowUs(), nowUs()));
-        return;
+        return false;
       }
       const decodedMs = nowMs();
       const decodedUs = nowUs();
@@ -126,7 +130,7 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
         current = null;
         console.warn(`framewire: checksum mismatch at frame ${p.seq}`);
         send(v1.ack(p.seq, v1.AckStatus.ChecksumMismatch, recvUs, decodedUs, nowUs()));
-        return;
+        return false;
       }
       renderer.draw(picture, planes);
       if (measure) renderer.finish();
@@ -143,7 +147,7 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
         kept.keep(picture, p.checksum);
       }
       send(v1.ack(p.seq, v1.AckStatus.Applied, recvUs, decodedUs, nowUs()));
-      break;
+      return true;
     }
     case v1.T.Unchanged: {
       if (named) {
@@ -155,16 +159,16 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
           if (picture) renderer.draw(picture, planes);
         } else basesMissing++;
         send(v1.ack(p.seq, ok ? v1.AckStatus.Applied : v1.AckStatus.BaseMissing, recvUs, nowUs(), nowUs()));
-        break;
+        return ok;
       }
-      if (!picture || !picture.valid) return;
+      if (!picture || !picture.valid) return false;
       const ok = sameU64(picture.checksum(), p.checksum);
       if (!ok) {
         stats.checksumFailures++;
         picture.valid = false;
       } else stats.unchanged++;
       send(v1.ack(p.seq, ok ? v1.AckStatus.Applied : v1.AckStatus.ChecksumMismatch, recvUs, nowUs(), nowUs()));
-      break;
+      return ok;
     }
     case v1.T.Ping:
       send(v1.pong(p.id, p.sentUs, nowUs()));
@@ -185,6 +189,7 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): void {
     default:
       break;
   }
+  return false;
 }
 
 function connect(): void {

@@ -45,7 +45,13 @@ function harness() {
   let now = 0;
   const held = new Set([100]);
   const handled = [];
-  const order = new fw.UnitOrder((s) => held.has(s.lo), (u) => handled.push(u.seq), () => now);
+  // A unit applies when its base is held (a keyframe, base null, always does).
+  const apply = (u) => {
+    handled.push(u.seq);
+    const f = u.packets.find((p) => p.type === fw.T.Frame);
+    return f !== undefined && (f.base === null || held.has(f.base.lo));
+  };
+  const order = new fw.UnitOrder((s) => held.has(s.lo), apply, () => now);
   return { order, handled, held, at: (t) => (now = t) };
 }
 
@@ -159,4 +165,18 @@ test("restoring a kept picture marks only the ring slots whose rows differ", asy
   p.valid = false;
   assert.ok(kept.restore(p, sumA));
   assert.equal(p.allDirty, true);
+});
+
+test("units: a keyframe slower than the deltas made against it still applies after they were reported missing", async () => {
+  const h = harness();
+  h.order.push(0, 0, frame(8, 555), 0); // made against keyframe 7, still crossing
+  h.at(30);
+  await new Promise((r) => setTimeout(r, 60));
+  assert.deepEqual(h.handled, [8], "its time is up: reported missing");
+  h.order.push(30, 30000, frame(7, null), 0); // the keyframe comes after all
+  assert.deepEqual(h.handled, [8, 7]);
+  h.order.push(31, 31000, frame(6, null), 0); // older than the keyframe applied: overtaken
+  assert.deepEqual(h.handled, [8, 7]);
+  assert.equal(h.order.stale, 1);
+  h.order.reset();
 });
