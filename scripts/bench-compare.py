@@ -12,6 +12,7 @@ against a `serve` of each binary. Prints a Markdown table for BENCHMARKS.md.
 import argparse
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -74,6 +75,7 @@ def loadgen(binary):
     finally:
         server.terminate()
         server.wait(timeout=10)
+        shutil.rmtree(tmp, ignore_errors=True)
     e = r["end_to_end"]
     return {"loadgen lines/s": r["aggregate"]["aggregate_pps"], "loadgen e2e p99 ms": e["p99_ms"],
             "loadgen server CPU %": r["server_process"]["cpu_percent"]}

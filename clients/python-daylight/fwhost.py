@@ -1,6 +1,7 @@
 """Starting a framewire host for the Python tests, and reading what it says it sent."""
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -83,3 +84,4 @@ def host(*args, env=None):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        shutil.rmtree(tmp, ignore_errors=True)

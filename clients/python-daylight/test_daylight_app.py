@@ -2,7 +2,6 @@
 (daylight_app_model.py), equals what the host sent, at every size and with every --codec."""
 import os
 import stat
-import tempfile
 import time
 
 import pytest
@@ -80,8 +79,8 @@ esac
 """
 
 
-def test_adb_reads_the_tablet_and_writes_warmth():
-    d = tempfile.mkdtemp(prefix="fw-adb-")
+def test_adb_reads_the_tablet_and_writes_warmth(tmp_path):
+    d = str(tmp_path)
     log = os.path.join(d, "log")
     adb = os.path.join(d, "adb")
     with open(adb, "w") as f:
@@ -110,10 +109,10 @@ def test_adb_reads_the_tablet_and_writes_warmth():
     assert any(c.startswith("reverse tcp:") for c in calls)
 
 
-def test_adb_missing_is_a_clear_error():
+def test_adb_missing_is_a_clear_error(tmp_path):
     from fwhost import BINARY
     import subprocess
-    empty = tempfile.mkdtemp(prefix="fw-noadb-")
+    empty = str(tmp_path)
     r = subprocess.run([BINARY, "serve", "--adb", "--port", "0", "--daylight-port", "0",
                         "--no-sensors", "--no-http", "--no-touch"],
                        env=dict(os.environ, PATH=empty), capture_output=True, text=True, timeout=20)

@@ -104,6 +104,7 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
     let (transport, fps) = (c.transport, a.fps);
     let ns_a = link.a().to_string();
     let cert_dir = std::env::temp_dir().join(format!("fw-bench-net-{}", std::process::id()));
+    let cert_dir_after = cert_dir.clone();
     let host = std::thread::spawn(move || -> anyhow::Result<LatencyReport> {
         in_namespace(&ns_a, move || -> anyhow::Result<LatencyReport> {
             let rt = tokio::runtime::Runtime::new()?;
@@ -189,9 +190,10 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         })
     })??;
     let _ = stop_tx.send(());
-    let report = host
-        .join()
-        .map_err(|_| anyhow::anyhow!("host thread panicked"))??;
+    let report = host.join();
+    // The cell's certificate is made afresh in the next: nothing is left behind.
+    let _ = std::fs::remove_dir_all(&cert_dir_after);
+    let report = report.map_err(|_| anyhow::anyhow!("host thread panicked"))??;
     burster
         .join()
         .map_err(|_| anyhow::anyhow!("burst thread panicked"))??;

@@ -32,7 +32,8 @@ fn pictures(n: usize) -> Vec<(Vec<u8>, Damage)> {
 
 /// Writes `pics` with the given capture times to a fresh file.
 fn recording(name: &str, pics: &[(Vec<u8>, Damage)], times: &[u64]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("framewire-replay-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("framewire-replay-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     let f = std::fs::File::create(&path).unwrap();
@@ -134,7 +135,8 @@ fn a_missing_or_bad_file_is_a_clear_error() {
     let missing = std::env::temp_dir().join("framewire-no-such-recording.fwrec");
     let e = FileSource::open(&missing, Pace::Fast).err().unwrap();
     assert!(e.to_string().contains("framewire-no-such-recording"), "{e}");
-    let dir = std::env::temp_dir().join(format!("framewire-replay-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("framewire-replay-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("bad.fwrec");
     std::fs::write(&bad, b"not a recording at all").unwrap();

@@ -36,7 +36,8 @@ fn every_picture_shown_across_a_lossy_network_is_exact() {
     let (tx, rx) = mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let a = link.a().to_string();
-    let cert_dir = std::env::temp_dir().join(format!("fw-netns-cert-{}", std::process::id()));
+    let cert_dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fw-netns-cert-{}", std::process::id()));
     let host = std::thread::spawn(move || {
         in_namespace(&a, move || {
             let rt = tokio::runtime::Runtime::new().unwrap();

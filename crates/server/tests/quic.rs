@@ -18,7 +18,8 @@ const TOKEN: &str = "quic-test-token";
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
     static N: AtomicU64 = AtomicU64::new(0);
-    std::env::temp_dir().join(format!(
+    // Inside target/ (Cargo's directory for integration tests' files), not the system's.
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "fw-quic-{}-{}-{name}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
