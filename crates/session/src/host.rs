@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use framewire_flow::{
-    AckOutcome, Bases, ClockOffset, InflightLimit, PingSchedule, Plan, ViewerFlow, ViewerFlowStats,
+    AckOutcome, Bases, ClockOffset, InflightLimit, LinkEstimate, PingSchedule, Plan, ViewerFlow,
+    ViewerFlowStats,
 };
 use framewire_proto::daylight::{ViewerDecoder, ViewerPacket};
 use framewire_proto::v1::{self, goodbye, AckStatus, InputKind, Packet};
@@ -234,6 +235,19 @@ impl Retained {
         }
     }
 
+    /// Frame `seq` of `bytes`, sent at `now`, depends on nothing in flight: it is the repair
+    /// of any frame before it, and may take as long to cross as `link` says.
+    fn repair_sent(&mut self, seq: u64, bytes: u64, now: u64, link: Option<LinkEstimate>) {
+        self.repaired_at = seq;
+        self.repair_unanswered_since = Some(now);
+        self.repair_patience_us = match link {
+            Some(e) if e.rate_bytes_per_s > 0 => (2 * e.min_rtt_us
+                + 2 * bytes * 1_000_000 / e.rate_bytes_per_s)
+                .min(self.ack_timeout_us),
+            _ => self.ack_timeout_us,
+        };
+    }
+
     /// Whether a missing base reported for frame `seq` at `now` is covered by the repair
     /// still crossing (see [`Retained::repair_unanswered_since`]).
     fn repair_covers(&self, seq: u64, now: u64) -> bool {
@@ -293,7 +307,7 @@ impl<W: Wire> HostSession<W> {
     }
 
     /// What the delivery-rate estimator believes of the path (viewers with named bases).
-    pub fn link_estimate(&self) -> Option<framewire_flow::LinkEstimate> {
+    pub fn link_estimate(&self) -> Option<LinkEstimate> {
         self.flow.link_estimate()
     }
 
@@ -435,15 +449,8 @@ impl<W: Wire> HostSession<W> {
         };
         let bytes = (self.head.len() + out.payload.as_ref().map_or(0, |p| p.len())) as u64;
         if independent {
-            let b = &mut self.bases;
-            b.repaired_at = f.seq;
-            b.repair_unanswered_since = Some(now);
-            b.repair_patience_us = match self.flow.link_estimate() {
-                Some(e) if e.rate_bytes_per_s > 0 => (2 * e.min_rtt_us
-                    + 2 * bytes * 1_000_000 / e.rate_bytes_per_s)
-                    .min(b.ack_timeout_us),
-                _ => b.ack_timeout_us,
-            };
+            let link = self.flow.link_estimate();
+            self.bases.repair_sent(f.seq, bytes, now, link);
         }
         if let Some(id) = out.ack_id {
             self.flow.on_sent(id, bytes, now);

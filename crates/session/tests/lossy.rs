@@ -514,16 +514,6 @@ fn frames_that_come_before_the_welcome_wait_for_it() {
 fn a_repair_whose_base_is_missing_brings_a_keyframe() {
     let mut host = host();
     let mut src = Source::new();
-    let ack = |host: &mut HostSession<V1Wire>, seq: u64, status: AckStatus| {
-        let p = v1::Packet::Ack {
-            seq,
-            status,
-            recv_us: now(),
-            decoded_us: now(),
-            applied_us: now(),
-        };
-        host.handle_bytes(now(), &p.to_bytes());
-    };
     let mut plans = Vec::new();
     for (i, reply) in [
         AckStatus::Applied,
@@ -536,7 +526,7 @@ fn a_repair_whose_base_is_missing_brings_a_keyframe() {
     {
         let f = src.frame(now(), false);
         plans.push(offer(&mut host, &f).0);
-        ack(&mut host, i as u64, reply);
+        ack_at(&mut host, now(), i as u64, reply);
     }
     assert_eq!(
         plans,
@@ -549,4 +539,52 @@ fn a_repair_whose_base_is_missing_brings_a_keyframe() {
     );
     let st = host.flow_stats();
     assert_eq!((st.acknowledged_lost, st.bases_missing), (1, 1), "{st:?}");
+}
+
+/// The viewer's ACK of frame `seq`, read by the host at `t`.
+fn ack_at(host: &mut HostSession<V1Wire>, t: u64, seq: u64, status: AckStatus) {
+    let p = v1::Packet::Ack {
+        seq,
+        status,
+        recv_us: t,
+        decoded_us: t,
+        applied_us: t,
+    };
+    host.handle_bytes(t, &p.to_bytes());
+}
+
+/// A keyframe the viewer has not answered covers the frames after it that come back with a
+/// missing base (they overtook it) for as long as it may take to cross: with nothing measured
+/// yet, the ACK timeout (500 ms here). Within it no other keyframe is sent; past it, one is.
+#[test]
+fn an_unanswered_keyframe_covers_the_frames_after_it_for_a_while() {
+    let mut host = host();
+    let mut src = Source::new();
+    // Times are passed in: other tests move the shared clock.
+    let mut send = |host: &mut HostSession<V1Wire>, t: u64| {
+        let f = src.frame(t, false);
+        let (plan, work) = host.plan_frame(&f);
+        if let Some(w) = work {
+            w();
+        }
+        host.send_frame(t, &f, plan);
+        while host.poll_transmit().is_some() {}
+        plan
+    };
+    assert_eq!(send(&mut host, 0), Plan::Keyframe { forced: false });
+    assert_eq!(send(&mut host, 16_000), Plan::Delta);
+    assert_eq!(send(&mut host, 32_000), Plan::Delta);
+    ack_at(&mut host, 100_000, 1, AckStatus::BaseMissing);
+    assert_eq!(
+        send(&mut host, 100_000),
+        Plan::Delta,
+        "covered by the keyframe"
+    );
+    ack_at(&mut host, 600_000, 2, AckStatus::BaseMissing);
+    assert_eq!(
+        send(&mut host, 600_000),
+        Plan::Keyframe { forced: true },
+        "past its patience the keyframe is taken as lost"
+    );
+    assert_eq!(host.flow_stats().bases_missing, 1);
 }
