@@ -293,6 +293,18 @@ impl ViewerFlow {
         }
     }
 
+    /// How long `bytes` sent now may take to reach the viewer: twice their time at the measured
+    /// delivery rate, plus two round trips (a lost packet sent again), at most the ACK
+    /// timeout; before anything was measured, the ACK timeout.
+    pub fn crossing_time_us(&self, bytes: u64) -> u64 {
+        match self.link_estimate() {
+            Some(e) if e.rate_bytes_per_s > 0 => (2 * e.min_rtt_us
+                + 2 * bytes * 1_000_000 / e.rate_bytes_per_s)
+                .min(self.ack_timeout_us),
+            _ => self.ack_timeout_us,
+        }
+    }
+
     /// What the delivery-rate estimator believes of the path, for a viewer with a byte budget.
     pub fn link_estimate(&self) -> Option<LinkEstimate> {
         self.bytes.as_ref().map(DeliveryRate::estimate)

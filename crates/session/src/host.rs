@@ -15,8 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use framewire_flow::{
-    AckOutcome, Bases, ClockOffset, InflightLimit, LinkEstimate, PingSchedule, Plan, ViewerFlow,
-    ViewerFlowStats,
+    AckOutcome, Bases, ClockOffset, InflightLimit, PingSchedule, Plan, ViewerFlow, ViewerFlowStats,
 };
 use framewire_proto::daylight::{ViewerDecoder, ViewerPacket};
 use framewire_proto::v1::{self, goodbye, AckStatus, InputKind, Packet};
@@ -179,12 +178,8 @@ struct Retained {
     /// `repair_patience_us`. Another repair would reset the one crossing, and its own deltas
     /// would overtake it in turn.
     repair_unanswered_since: Option<u64>,
-    /// How long the repair may take to cross: twice its bytes at the delivery rate measured,
-    /// plus two round trips (a lost packet sent again), at most `ack_timeout_us`; before
-    /// anything was measured, `ack_timeout_us`.
+    /// How long the repair may take to cross ([`ViewerFlow::crossing_time_us`]).
     repair_patience_us: u64,
-    /// How long the flow waits for any ACK ([`HostConfig::ack_timeout_us`]).
-    ack_timeout_us: u64,
     /// Deltas go against the acknowledged picture ([`HostConfig::frames_may_be_lost`]).
     prefer_acknowledged: bool,
 }
@@ -235,17 +230,12 @@ impl Retained {
         }
     }
 
-    /// Frame `seq` of `bytes`, sent at `now`, depends on nothing in flight: it is the repair
-    /// of any frame before it, and may take as long to cross as `link` says.
-    fn repair_sent(&mut self, seq: u64, bytes: u64, now: u64, link: Option<LinkEstimate>) {
+    /// Frame `seq`, sent at `now`, depends on nothing in flight: it is the repair of any
+    /// frame before it, and may take `patience_us` to cross.
+    fn repair_sent(&mut self, seq: u64, now: u64, patience_us: u64) {
         self.repaired_at = seq;
         self.repair_unanswered_since = Some(now);
-        self.repair_patience_us = match link {
-            Some(e) if e.rate_bytes_per_s > 0 => (2 * e.min_rtt_us
-                + 2 * bytes * 1_000_000 / e.rate_bytes_per_s)
-                .min(self.ack_timeout_us),
-            _ => self.ack_timeout_us,
-        };
+        self.repair_patience_us = patience_us;
     }
 
     /// Whether a missing base reported for frame `seq` at `now` is covered by the repair
@@ -290,7 +280,6 @@ impl<W: Wire> HostSession<W> {
             done: false,
             bases: Retained {
                 prefer_acknowledged: cfg.frames_may_be_lost,
-                ack_timeout_us: cfg.ack_timeout_us,
                 ..Retained::default()
             },
         }
@@ -307,7 +296,7 @@ impl<W: Wire> HostSession<W> {
     }
 
     /// What the delivery-rate estimator believes of the path (viewers with named bases).
-    pub fn link_estimate(&self) -> Option<LinkEstimate> {
+    pub fn link_estimate(&self) -> Option<framewire_flow::LinkEstimate> {
         self.flow.link_estimate()
     }
 
@@ -449,8 +438,8 @@ impl<W: Wire> HostSession<W> {
         };
         let bytes = (self.head.len() + out.payload.as_ref().map_or(0, |p| p.len())) as u64;
         if independent {
-            let link = self.flow.link_estimate();
-            self.bases.repair_sent(f.seq, bytes, now, link);
+            let patience = self.flow.crossing_time_us(bytes);
+            self.bases.repair_sent(f.seq, now, patience);
         }
         if let Some(id) = out.ack_id {
             self.flow.on_sent(id, bytes, now);
