@@ -173,9 +173,13 @@ pub struct BenchNetArgs {
     /// Packet loss in percent, both ways.
     #[arg(long, default_value = "0,1,5")]
     pub losses: String,
-    /// Content: typing, scroll, video (the full-frame moving scene).
+    /// Content: typing, scroll, video (the full-frame moving scene), or `file:PATH`, a
+    /// recording of real programs (`framewire record`, `make corpus`) replayed at its pace.
     #[arg(long, default_value = "typing,scroll,video")]
     pub contents: String,
+    /// The viewer asks for lossless colour (grey otherwise).
+    #[arg(long)]
+    pub colour: bool,
     /// Transports compared in each cell.
     #[arg(long, default_value = "quic,tcp")]
     pub transports: String,

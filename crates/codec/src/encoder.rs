@@ -59,8 +59,7 @@ pub struct HostEncoder {
     /// Planes stacked in each picture (1 grey, 3 colour): moves are found in the first and
     /// made the same in each.
     planes: usize,
-    finder: crate::motion::Finder,
-    rect_scratch: crate::rects::Scratch,
+    moved: crate::rect_delta::RectDeltaMaker,
 }
 
 impl HostEncoder {
@@ -76,8 +75,7 @@ impl HostEncoder {
             key_requested: false,
             rects: false,
             planes: 1,
-            finder: Default::default(),
-            rect_scratch: Default::default(),
+            moved: Default::default(),
         }
     }
 
@@ -198,30 +196,15 @@ impl HostEncoder {
         });
         let kind = match (reason, prev) {
             (None, Some(prev)) if rect_hashes => {
-                let w = row_width.expect("planned with a width");
-                let ph = self.cur_rows.len() / self.planes;
-                let (a, b) = (&self.prev_rows[..ph], &self.cur_rows[..ph]);
-                let found = self.finder.find(&prev[..w * ph], &cur[..w * ph], w, a, b);
-                let moves = (0..self.planes as u32)
-                    .flat_map(|k| {
-                        found.iter().map(move |m| {
-                            let mut m = *m;
-                            m.to.y += k * ph as u32;
-                            m
-                        })
-                    })
-                    .collect();
-                crate::rects::encode(
+                let pair = crate::rect_delta::Pair {
                     prev,
-                    &cur,
-                    w,
-                    &self.prev_rows,
-                    &self.cur_rows,
-                    moves,
-                    self.codec,
-                    &mut self.rect_scratch,
-                    out,
-                )?;
+                    cur: &cur,
+                    width: row_width.expect("planned with a width"),
+                    planes: self.planes,
+                    prev_rows: &self.prev_rows,
+                    cur_rows: &self.cur_rows,
+                };
+                self.moved.make(pair, self.codec, out)?;
                 EncodedKind::RectDelta
             }
             (None, Some(prev)) if row_plan.is_some() => {

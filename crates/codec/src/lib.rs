@@ -15,6 +15,7 @@ pub mod grey;
 pub mod ingest;
 pub mod motion;
 mod picture;
+pub mod rect_delta;
 pub mod rects;
 pub mod rows;
 pub mod tune;

@@ -3,6 +3,7 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use framewire_codec::rect_delta::{Pair, RectDeltaMaker};
 use framewire_codec::BlockCodec;
 use framewire_flow::FrameInfo;
 
@@ -36,6 +37,16 @@ pub enum Payload {
         base_id: u64,
         base: Arc<Vec<u8>>,
     },
+}
+
+/// A delta made for one viewer against a picture it holds ([`SourceFrame::delta_from`]).
+#[derive(Debug, Clone)]
+pub struct Rebased {
+    pub payload: Bytes,
+    /// What its data decodes to: a row delta's rows, a moved-rectangle delta's patches.
+    pub raw_len: usize,
+    /// [`DeltaForm::Rows`] or [`DeltaForm::Rects`].
+    pub form: DeltaForm,
 }
 
 /// The form of a frame's shared delta.
@@ -202,14 +213,39 @@ impl SourceFrame {
         Some((d.clone(), fresh))
     }
 
-    /// This frame as a row delta (a shift and the rows that differ; `framewire_codec::rows`)
-    /// against `base`'s picture (of the same size), in `codec`, and the size its rows decode
-    /// to: made for one viewer, which holds `base` (named bases).
-    pub fn rows_delta_from(&self, base: &SourceFrame, codec: BlockCodec) -> (Bytes, usize) {
+    /// This frame as a delta made for one viewer, which holds `base` (named bases), against
+    /// `base`'s picture (of the same size), in `codec`. With `moved` (the viewer applies
+    /// moved-rectangle deltas) it is one of those: a page scrolled beside a fixed sidebar or a
+    /// dragged window costs its patches, not every row it crossed. Otherwise a row delta (a
+    /// shift and the rows that differ; `framewire_codec::rows`).
+    pub fn delta_from(
+        &self,
+        base: &SourceFrame,
+        codec: BlockCodec,
+        moved: Option<&mut RectDeltaMaker>,
+    ) -> Rebased {
         let w = self.width as usize;
-        let plan = framewire_codec::rows::plan(base.row_hashes(), self.row_hashes());
-        let (mut scratch, mut out) = (Vec::new(), Vec::new());
+        let mut out = Vec::new();
         // Only inputs over 2 GiB make LZ4/zstd fail; frames are bounded far below that.
+        const BOUNDED: &str = "compressing a bounded in-memory frame";
+        if let Some(m) = moved {
+            let pair = Pair {
+                prev: &base.grey,
+                cur: &self.grey,
+                width: w,
+                planes: self.planes as usize,
+                prev_rows: base.row_hashes(),
+                cur_rows: self.row_hashes(),
+            };
+            let plan = m.make(pair, codec, &mut out).expect(BOUNDED);
+            return Rebased {
+                payload: Bytes::from(out),
+                raw_len: plan.patch_bytes(),
+                form: DeltaForm::Rects,
+            };
+        }
+        let plan = framewire_codec::rows::plan(base.row_hashes(), self.row_hashes());
+        let mut scratch = Vec::new();
         framewire_codec::rows::encode(
             &base.grey,
             &self.grey,
@@ -219,8 +255,12 @@ impl SourceFrame {
             &mut scratch,
             &mut out,
         )
-        .expect("compressing a bounded in-memory frame");
-        (Bytes::from(out), plan.rows() * w)
+        .expect(BOUNDED);
+        Rebased {
+            payload: Bytes::from(out),
+            raw_len: plan.rows() * w,
+            form: DeltaForm::Rows,
+        }
     }
 
     /// The hash of each row of the picture, made on first use (for deltas against pictures

@@ -22,8 +22,9 @@ use framewire_proto::v1::{self, goodbye, AckStatus, InputKind, Packet};
 use framewire_proto::ProtoError;
 use framewire_telemetry::SampleWindow;
 
-use crate::frame::SourceFrame;
+use crate::frame::{Rebased, SourceFrame};
 use crate::wire::{ViewerCommand, Wire, Work};
+use framewire_codec::rect_delta::RectDeltaMaker;
 
 /// Frames remembered for end-to-end figures (ACK id → capture time); older ones are dropped.
 const SENT_LOG: usize = 256;
@@ -166,7 +167,10 @@ struct Retained {
     acknowledged: Option<Arc<SourceFrame>>,
     /// The frame a planned rebased delta is made against, and the delta once made.
     rebase: Option<Arc<SourceFrame>>,
-    made: Arc<Mutex<Option<(Bytes, usize)>>>,
+    made: Arc<Mutex<Option<Rebased>>>,
+    /// Finds the moves in this viewer's rebased deltas (its anchors kept from one to the
+    /// next), when the viewer applies moved-rectangle deltas.
+    moved: Arc<Mutex<RectDeltaMaker>>,
     /// The checksum of the picture planned before the frame being sent.
     delta_base: u64,
     /// The seq of the last frame sent that depends on nothing in flight: a viewer reporting a
@@ -182,6 +186,22 @@ struct Retained {
     repair_patience_us: u64,
     /// Deltas go against the acknowledged picture ([`HostConfig::frames_may_be_lost`]).
     prefer_acknowledged: bool,
+}
+
+/// `f` as a delta against `base` for one viewer: with `moved`, moved rectangles.
+fn rebased_delta(
+    f: &SourceFrame,
+    base: &SourceFrame,
+    codec: framewire_codec::BlockCodec,
+    moved: Option<&Mutex<RectDeltaMaker>>,
+) -> Rebased {
+    match moved {
+        Some(m) => {
+            let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
+            f.delta_from(base, codec, Some(&mut m))
+        }
+        None => f.delta_from(base, codec, None),
+    }
 }
 
 impl Retained {
@@ -384,8 +404,9 @@ impl<W: Wire> HostSession<W> {
         };
         b.rebase = Some(base.clone());
         let (made, f, codec) = (b.made.clone(), f.clone(), self.wire.codec());
+        let moved = self.wire.rects().then(|| b.moved.clone());
         let work: Work = Box::new(move || {
-            let d = f.rows_delta_from(&base, codec);
+            let d = rebased_delta(&f, &base, codec, moved.as_deref());
             *made.lock().unwrap_or_else(|e| e.into_inner()) = Some(d);
         });
         (plan, Some(work))
@@ -416,15 +437,16 @@ impl<W: Wire> HostSession<W> {
             Plan::Rebased { .. } => {
                 let base = self.bases.rebase.take().expect("planned with its base");
                 let made = self.bases.made.lock().map(|mut m| m.take()).ok().flatten();
-                let (payload, rows) =
-                    made.unwrap_or_else(|| f.rows_delta_from(&base, self.wire.codec()));
+                let delta = made.unwrap_or_else(|| {
+                    let moved = self.wire.rects().then_some(&*self.bases.moved);
+                    rebased_delta(f, &base, self.wire.codec(), moved)
+                });
                 independent = self
                     .bases
                     .acknowledged
                     .as_ref()
                     .is_some_and(|a| a.content_id == base.content_id);
-                self.wire
-                    .rebased(f, base.checksum, payload, rows, &mut self.head)
+                self.wire.rebased(f, base.checksum, delta, &mut self.head)
             }
             Plan::Delta => {
                 let out = self.wire.delta(f, self.bases.delta_base, &mut self.head);

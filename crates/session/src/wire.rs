@@ -7,7 +7,7 @@ use bytes::{Bytes, BytesMut};
 use framewire_codec::BlockCodec;
 use framewire_flow::Plan;
 
-use crate::frame::SourceFrame;
+use crate::frame::{Rebased, SourceFrame};
 
 /// A display command sent to every viewer. A size change is not one: it reaches each viewer
 /// in order with its frames (stream description / Daylight resolution packet, then a
@@ -62,14 +62,18 @@ pub trait Wire: Send + 'static {
     }
     /// The codec of this viewer's payloads.
     fn codec(&self) -> BlockCodec;
-    /// `payload`, a row delta made for this viewer against the picture whose checksum is
-    /// `base`, whose rows decode to `raw_len` bytes (only when [`Wire::names_bases`]).
+    /// Whether this viewer applies moved-rectangle deltas, so a delta made for it alone
+    /// ([`Wire::rebased`]) may be one.
+    fn rects(&self) -> bool {
+        false
+    }
+    /// `delta`, made for this viewer against the picture whose checksum is `base` (only when
+    /// [`Wire::names_bases`]).
     fn rebased(
         &mut self,
         f: &SourceFrame,
         base: u64,
-        payload: Bytes,
-        raw_len: usize,
+        delta: Rebased,
         out: &mut BytesMut,
     ) -> Outgoing;
     fn unchanged(&mut self, f: &SourceFrame, out: &mut BytesMut) -> Outgoing;

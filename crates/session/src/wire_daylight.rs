@@ -19,7 +19,7 @@ use framewire_codec::BlockCodec;
 use framewire_flow::Plan;
 use framewire_proto::daylight::{self, HostPacket};
 
-use crate::frame::SourceFrame;
+use crate::frame::{Rebased, SourceFrame};
 use crate::wire::{compress_work, Outgoing, ViewerCommand, Wire, Work};
 
 /// The app skips deltas with a smaller payload (it takes them for noise).
@@ -85,14 +85,7 @@ impl Wire for DaylightWire {
     }
 
     /// Never planned: the app's deltas name no base.
-    fn rebased(
-        &mut self,
-        f: &SourceFrame,
-        _: u64,
-        _: Bytes,
-        _: usize,
-        out: &mut BytesMut,
-    ) -> Outgoing {
+    fn rebased(&mut self, f: &SourceFrame, _: u64, _: Rebased, out: &mut BytesMut) -> Outgoing {
         self.keyframe(f, out).0
     }
 

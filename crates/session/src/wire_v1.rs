@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use framewire_flow::Plan;
 
-use crate::frame::{DeltaForm, SourceFrame};
+use crate::frame::{DeltaForm, Rebased, SourceFrame};
 use crate::negotiate::Negotiated;
 use crate::wire::{compress_work, Outgoing, ViewerCommand, Wire, Work};
 
@@ -183,15 +183,12 @@ impl Wire for V1Wire {
         self.codec
     }
 
-    fn rebased(
-        &mut self,
-        f: &SourceFrame,
-        base: u64,
-        p: Bytes,
-        raw_len: usize,
-        out: &mut BytesMut,
-    ) -> Outgoing {
-        let b = self.body(false, DeltaForm::Rows, raw_len, Some(base), &p);
+    fn rects(&self) -> bool {
+        self.rects
+    }
+
+    fn rebased(&mut self, f: &SourceFrame, base: u64, d: Rebased, out: &mut BytesMut) -> Outgoing {
+        let b = self.body(false, d.form, d.raw_len, Some(base), &d.payload);
         frame_packet(f, b, out)
     }
 

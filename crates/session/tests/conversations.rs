@@ -105,6 +105,8 @@ impl Viewer {
                     let codec = framewire_session::codec_from_wire(h.codec);
                     if h.rows {
                         self.picture.decode_rows(codec, &payload).unwrap();
+                    } else if h.rects {
+                        self.picture.decode_rects(codec, &payload).unwrap();
                     } else {
                         self.picture.decode(h.keyframe, codec, &payload).unwrap();
                     }

@@ -28,6 +28,39 @@ pub struct Source {
     /// Pictures repeat with this period (a blinking cursor: the same pixels again, as a new
     /// content with the checksum of an earlier one).
     period: Option<u64>,
+    /// Pages of text scrolled beside a fixed sidebar ([`page`]) instead of [`picture`].
+    scrolling: bool,
+}
+
+/// The size of a [`page`].
+pub const PAGE_W: u32 = 256;
+pub const PAGE_H: u32 = 160;
+
+/// Picture `n` of a page of text-like lines scrolled 3 rows a picture beside a fixed sidebar,
+/// as a browser scrolls: no whole row lines up with the picture before, but the text column
+/// moved as one rectangle.
+pub fn page(n: u64) -> Vec<u8> {
+    let (w, h) = (PAGE_W as u64, PAGE_H as u64);
+    let top = 3 * n;
+    let mut p = vec![0u8; (w * h) as usize];
+    for y in 0..h {
+        for x in 0..w {
+            let v = if x < 40 {
+                (y * 37 % 251) as u8
+            } else {
+                let py = y + top;
+                let line = py / 9;
+                let glyph = (line.wrapping_mul(0x9E37_79B9) ^ (x / 6).wrapping_mul(31)) % 5;
+                if py % 9 < 6 && glyph < 2 && x % 6 < 4 {
+                    (glyph as u8 + 1) * 60 + (py % 9) as u8 * 3
+                } else {
+                    255
+                }
+            };
+            p[(y * w + x) as usize] = v;
+        }
+    }
+    p
 }
 
 impl Source {
@@ -36,6 +69,25 @@ impl Source {
             seq: 0,
             last: None,
             period: None,
+            scrolling: false,
+        }
+    }
+
+    /// A source of [`page`]s.
+    #[allow(dead_code)]
+    pub fn scrolling() -> Self {
+        Source {
+            scrolling: true,
+            ..Source::new()
+        }
+    }
+
+    /// The size of its pictures.
+    pub fn size(&self) -> (u32, u32) {
+        if self.scrolling {
+            (PAGE_W, PAGE_H)
+        } else {
+            (W, H)
         }
     }
 
@@ -54,9 +106,11 @@ impl Source {
         let codec = BlockCodec::Lz4;
         let grey = match (&self.last, same) {
             (Some((g, _)), true) => g.clone(),
+            _ if self.scrolling => Arc::new(page(seq)),
             _ => Arc::new(picture(self.period.map_or(seq, |p| seq % p))),
         };
-        let checksum = picture_checksum(&grey, W as usize);
+        let (width, height) = self.size();
+        let checksum = picture_checksum(&grey, width as usize);
         let compress = |data: &[u8]| {
             let mut out = Vec::new();
             codec.compress(data, &mut out).unwrap();
@@ -80,8 +134,8 @@ impl Source {
             planes: 1,
             seq,
             capture_us: now,
-            width: W,
-            height: H,
+            width,
+            height,
             grey: grey.clone(),
             checksum,
             content_id,
