@@ -479,3 +479,25 @@ fn print_targets(rs: &[CellResult]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contents_are_scenes_or_recordings_and_a_wrong_one_is_named() {
+        assert!(matches!(
+            source_of("scroll"),
+            Ok(SourceSpec::Synthetic(Scene::Scroll))
+        ));
+        let missing = source_of("file:/nonexistent/browser-scroll.fwrec").unwrap_err();
+        assert!(
+            missing.to_string().contains("browser-scroll.fwrec"),
+            "{missing}"
+        );
+        let unknown = source_of("webcam").unwrap_err().to_string();
+        assert!(unknown.contains("file:PATH"), "{unknown}");
+        assert_eq!(label("file:corpus/browser-scroll.fwrec"), "browser-scroll");
+        assert_eq!(label("typing"), "typing");
+    }
+}

@@ -219,12 +219,18 @@ pub struct ViewerFlow {
     /// When the first of those was sent (µs), and the largest of them (bytes).
     probes_since_us: Option<u64>,
     probe_largest: u64,
+    /// When the byte budget's queue-ahead rule will let the frame it refused go
+    /// ([`DeliveryRate::room_at`]), for [`ViewerFlow::next_expiry`].
+    room_wake_us: Option<u64>,
 }
 
 /// A viewer with a byte budget whose ACKs stopped (a blackout, a Wi-Fi hiccup) while frames
 /// are in flight is *stalled* once its oldest frame in flight is older than its minimum RTT,
 /// plus the time that frame takes to cross at the measured delivery rate, plus
-/// [`STALL_AFTER_US`]. From then on, one frame every [`PROBE_EVERY_US`] goes beyond the
+/// [`STALL_AFTER_US`], and, when large frames queue on the path
+/// ([`DeliveryRate::path_busy_until_us`]), the path has had that long after it was estimated
+/// to have carried every frame in flight: a large frame queued behind others, probes among
+/// them, is not stalled. From then on, one frame every [`PROBE_EVERY_US`] goes beyond the
 /// budget, made against the picture the viewer acknowledged. The probes since the last ACK
 /// may cost one byte budget at once, and beyond it, while each is at most half the budget, no
 /// more than the measured delivery rate over the time since the first of them: a long
@@ -263,6 +269,7 @@ impl ViewerFlow {
             probe_bytes: 0,
             probes_since_us: None,
             probe_largest: 0,
+            room_wake_us: None,
         }
     }
 
@@ -346,8 +353,15 @@ impl ViewerFlow {
                 b.forget_before(self.inflight.front().map_or(u64::MAX, |&(s, _)| s));
             }
         }
-        let room = (self.inflight.len() as u32) < self.current_limit()
-            && self.bytes.as_ref().is_none_or(DeliveryRate::has_room);
+        let bytes_room = self.bytes.as_ref().is_none_or(|b| b.has_room(now_us));
+        // When the path, busy with a large frame, will be nearly done with it: the next frame
+        // may go then, and no ACK may come by then to wake the host.
+        self.room_wake_us = None;
+        if let (false, Some(b)) = (bytes_room, &mut self.bytes) {
+            b.refused();
+            self.room_wake_us = b.room_at().filter(|&t| t > now_us);
+        }
+        let room = (self.inflight.len() as u32) < self.current_limit() && bytes_room;
         let probe = !room && self.stall_probe_at().is_some_and(|t| now_us >= t);
         self.probe_allowed = probe.then_some(now_us);
         room || probe
@@ -385,7 +399,8 @@ impl ViewerFlow {
         };
         // The oldest frame takes its time to cross at the measured rate: a slow path still
         // delivering a large frame is not a stalled one.
-        let stalled_at = oldest + e.min_rtt_us + at_rate(b.oldest_bytes()) + STALL_AFTER_US;
+        let across = (oldest + at_rate(b.oldest_bytes())).max(b.path_busy_until_us().unwrap_or(0));
+        let stalled_at = across + e.min_rtt_us + STALL_AFTER_US;
         Some(stalled_at.max(self.next_probe_us).max(paid_at))
     }
 
@@ -395,10 +410,10 @@ impl ViewerFlow {
             .inflight
             .front()
             .map(|&(_, sent)| sent + self.ack_timeout_us);
-        match (expiry, self.stall_probe_at()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [expiry, self.stall_probe_at(), self.room_wake_us]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The viewer asked for a keyframe (e.g. its checksum did not match).
@@ -807,6 +822,78 @@ mod tests {
         let (_, probe_seq) = *probes.last().expect("checked above");
         v.on_ack(probe_seq, now);
         assert!(v.can_send(now));
+    }
+
+    /// Frames larger than the path's bandwidth-delay product (a lossless video on 10 Mbit/s,
+    /// 1.1 MB/s, 21 ms): one goes when the one before it is nearly across, and after a
+    /// blackout, three such frames queued on the path (probes) are not taken for a stall while
+    /// the path is still carrying them: one ACK does not bring more probes at once.
+    #[test]
+    fn large_frames_queued_on_the_path_are_neither_sent_early_nor_probed_over() {
+        const MS: u64 = 1_000;
+        let frame = 363_000u64;
+        let across = frame * 1_000_000 / 1_100_000; // 330 ms
+        let mut v = flow().with_byte_budget().with_stall_probes();
+        // Two seconds of frames offered at 60 fps on the path (a FIFO), each ACKed a round trip
+        // after it crossed.
+        let (mut now, mut free_at, mut acks) = (0u64, 0u64, VecDeque::new());
+        for seq in 0..120 {
+            if seq % 6 == 0 {
+                v.on_path_rtt(21 * MS, now);
+            }
+            while acks.front().is_some_and(|&(at, _)| at <= now) {
+                let (at, s) = acks.pop_front().expect("checked");
+                v.on_ack(s, at);
+            }
+            if v.can_send(now) {
+                v.on_sent(seq, frame, now);
+                free_at = free_at.max(now) + across;
+                acks.push_back((free_at + 21 * MS, seq));
+            }
+            now += 16_667;
+        }
+        while let Some((at, s)) = acks.pop_front() {
+            v.on_ack(s, at);
+            now = now.max(at);
+        }
+        let e = v.link_estimate().expect("a byte budget");
+        assert!(e.rate_bytes_per_s > 900_000, "{e:?}");
+        // The next frame may go once the one in flight is within a round trip of across, not
+        // while a whole frame is still to cross.
+        v.on_sent(200, frame, now);
+        let sent = now;
+        assert!(
+            !v.can_send(sent + across / 2),
+            "a second frame behind the first"
+        );
+        // The host is woken for that moment: no ACK comes before it.
+        let wake = v.next_expiry().expect("a moment to wake");
+        assert!(
+            (sent + across / 2..sent + across - 10 * MS).contains(&wake),
+            "wake at {} ms after the send",
+            (wake - sent) / MS
+        );
+        assert!(v.can_send(sent + across - 10 * MS));
+        v.on_ack(200, sent + across + 21 * MS);
+        // A blackout: three frames handed to the path at once. The first is ACKed when it has
+        // crossed; the other two are still queued behind it for 660 ms.
+        now = sent + 2 * across;
+        for seq in 201..204 {
+            v.on_sent(seq, frame, now);
+        }
+        let t = now + across + 21 * MS;
+        v.on_ack(201, t);
+        assert!(!v.can_send(t), "no frame while two are queued");
+        assert!(
+            !v.can_send(now + 3 * across),
+            "not stalled: the path is carrying them ({:?})",
+            v.stats()
+        );
+        assert_eq!(v.stats().stall_probes, 0);
+        assert!(
+            v.can_send(now + 3 * across + 21 * MS + STALL_AFTER_US + MS),
+            "stalled once they should all have crossed"
+        );
     }
 
     /// Runs a viewer with stall probes, stalled after `run_until_dark`, for four seconds of
