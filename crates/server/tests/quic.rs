@@ -89,6 +89,33 @@ async fn a_quic_viewer_reproduces_every_picture_exactly() {
     s.shutdown().await;
 }
 
+/// In colour, each frame is a moved-rectangle delta made for the viewer against the picture it
+/// acknowledged, from the row hashes the capture made while converting the planes: every
+/// checksum (over the colour picture) verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quic_colour_viewer_verifies_every_picture() {
+    let s = server(Scene::Scroll).await;
+    let mut o = options(&s, s.quic_fingerprint.unwrap(), TOKEN).with_colour(true);
+    o.max_frames = Some(150);
+    let stats = Arc::new(Mutex::new(ViewerStats::default()));
+    let verified = Arc::new(AtomicU64::new(0));
+    let v = verified.clone();
+    run_viewer(o, stats.clone(), move |ev| {
+        if ev.checksum_ok == Some(true) && ev.planes == 3 {
+            v.fetch_add(1, Ordering::Relaxed);
+        }
+        true
+    })
+    .await
+    .unwrap();
+    let st = std::mem::take(&mut *stats.lock().unwrap());
+    assert_eq!(st.frames, 150);
+    assert_eq!(st.checksum_failures + st.decode_errors, 0, "{}", st.line());
+    assert!(st.deltas > 100, "{}", st.line());
+    assert!(verified.load(Ordering::Relaxed) >= 140, "{}", st.line());
+    s.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_with_another_fingerprint_is_refused() {
     let s = server(Scene::Typing).await;
