@@ -35,6 +35,12 @@ impl RectDeltaMaker {
         out: &mut Vec<u8>,
     ) -> Result<RectPlan, CodecError> {
         let (w, planes) = (p.width, p.planes.max(1));
+        debug_assert!(
+            p.prev.len() == p.cur.len()
+                && p.prev_rows.len() == p.cur_rows.len()
+                && p.cur_rows.len() * w == p.cur.len(),
+            "two pictures of one size, with a hash per row"
+        );
         let ph = p.cur_rows.len() / planes;
         let found = self.finder.find(
             &p.prev[..w * ph],

@@ -4,8 +4,9 @@
 //! carries, frames are skipped (newest wins) instead of queued, and the frame rate falls.
 //!
 //! - **Delivery rate**, sampled at each ACK as a congestion controller samples it (BBR's rate
-//!   sample): the bytes acknowledged between a frame's send and its ACK, over the time since
-//!   the acknowledgement that preceded its send. The estimate is the largest sample of the last
+//!   sample): the bytes acknowledged between a frame's send and its ACK, over the longer of
+//!   the time since the acknowledgement that preceded its send and the time from the send of
+//!   the frame that acknowledgement was for to its own send. The estimate is the largest sample of the last
 //!   [`RATE_WINDOW_US`], so a quiet moment (a frame smaller than the path) does not lower it.
 //! - **Minimum RTT** over the last [`MIN_RTT_WINDOW_US`]: the path without queues, from small
 //!   packets (the session's pings, [`DeliveryRate::on_path_rtt`]). A frame's ACK also waits
@@ -21,8 +22,9 @@
 //! - **Queue ahead.** A frame larger than the product takes longer than a round trip to cross.
 //!   While one is in flight on a measured path ([`DeliveryRate::path_busy_until_us`]), the
 //!   next frame goes only when the path is estimated to be busy with earlier frames for no
-//!   longer than the minimum RTT: when the one before it is nearly across, not a whole frame
-//!   before (each frame sent keeps the path busy for its bytes at the delivery rate).
+//!   longer than the minimum RTT (at least [`QUEUE_AHEAD_MIN_US`]): when the one before it is
+//!   nearly across, not a whole frame before (each frame sent keeps the path busy for its
+//!   bytes at the delivery rate).
 //!
 //! Before the first ACK there is no estimate: at most [`FIRST_FRAMES`] frames go, so a path
 //! slower than the content is not flooded before it has been measured.
@@ -142,10 +144,6 @@ impl DeliveryRate {
         }
         let s = self.sent.pop_front().expect("found above");
         self.inflight = self.inflight.saturating_sub(s.bytes);
-        if self.sent.is_empty() {
-            // Everything sent has crossed.
-            self.busy_until_us = self.busy_until_us.min(now);
-        }
         self.delivered += s.bytes;
         self.delivered_at_us = now;
         self.acked_sent_us = s.at_us;
@@ -164,6 +162,16 @@ impl DeliveryRate {
         push_window(&mut self.rates, now, rate, RATE_WINDOW_US);
         let rtt = now.saturating_sub(s.at_us);
         push_window(&mut self.frame_rtts, now, rtt, MIN_RTT_WINDOW_US);
+        self.cap_busy(now);
+    }
+
+    /// The path is busy for no longer than what is still in flight takes to cross from `now`:
+    /// frames settled without crossing (overtaken, given up on, reset by the transport) no
+    /// longer count.
+    fn cap_busy(&mut self, now: u64) {
+        let rate = self.estimate().rate_bytes_per_s.max(1);
+        let left = (self.inflight as u128 * 1_000_000 / rate as u128) as u64;
+        self.busy_until_us = self.busy_until_us.min(now + left);
     }
 
     /// A small packet's round trip (a ping's), `rtt_us`, measured at `now`.
@@ -171,17 +179,18 @@ impl DeliveryRate {
         push_window(&mut self.rtts, now, rtt_us, MIN_RTT_WINDOW_US);
     }
 
-    /// Frames given up on (an ACK timeout): no longer in flight.
-    pub fn forget_before(&mut self, id: u64) {
+    /// Frames given up on at `now` (an ACK timeout): no longer in flight.
+    pub fn forget_before(&mut self, id: u64, now: u64) {
         while self.sent.front().is_some_and(|s| s.id < id) {
             let s = self.sent.pop_front().expect("front exists");
             self.inflight = self.inflight.saturating_sub(s.bytes);
         }
+        self.cap_busy(now);
     }
 
-    /// A frame was refused for lack of room ([`DeliveryRate::has_room`] said no and it was
-    /// skipped): the next frame's rate sample measures the path. Not before the first
-    /// estimate: the first frames are refused whatever the path.
+    /// There was no room ([`DeliveryRate::has_room`] said no): the next frame sent waited for
+    /// the path, so its rate sample measures the path. Not before the first estimate: the
+    /// first frames are held back whatever the path.
     pub fn refused(&mut self) {
         if self.estimate().budget_bytes > 0 {
             self.refused = true;
@@ -191,8 +200,9 @@ impl DeliveryRate {
     /// When the path is estimated to have sent every frame in flight (µs): each frame sent
     /// keeps it busy for its bytes at the delivery rate, from when it was sent or the frame
     /// before it was across. Only while large frames queue on the path: the estimate measured
-    /// the path (a frame refused for lack of room was acknowledged in the last
-    /// [`RATE_WINDOW_US`]) and a frame in flight is larger than the bandwidth-delay product,
+    /// the path (a frame sent after there was no room was acknowledged within
+    /// [`RATE_WINDOW_US`] of the last ACK) and a frame in flight is larger than the
+    /// bandwidth-delay product,
     /// so it takes longer than a round trip to cross. Otherwise `None`: frames smaller than
     /// the product are the budget's business, and an estimate that may be the content's rate,
     /// far below the path's, would see a queue where there is none.
@@ -353,17 +363,23 @@ mod tests {
         assert!(e.min_rtt_us >= 20_000, "{e:?}");
     }
 
+    /// An estimator that has seen one frame of `frame` bytes cross a 10 Mbit/s path (about
+    /// 1.17 MB/s) with a 26 ms round trip.
+    fn measured_at_10_mbit(frame: u64) -> DeliveryRate {
+        let mut d = DeliveryRate::default();
+        d.on_path_rtt(26_000, 0);
+        d.on_sent(1, frame, 0);
+        d.on_ack(1, 310_000);
+        d
+    }
+
     /// After a stall (a blackout), frames sent long before cross together: their ACKs come
     /// just after the next frame is sent. The sample of that frame must not credit their bytes
     /// to the short time since the ACK before it. (Times from a run at 10 Mbit/s, ms.)
     #[test]
     fn frames_acknowledged_together_after_a_stall_do_not_inflate_the_rate() {
-        let ms = |t: u64| t * 1_000;
-        let frame = 363_000;
-        let mut d = DeliveryRate::default();
-        d.on_path_rtt(ms(26), 0);
-        d.on_sent(1, frame, 0);
-        d.on_ack(1, ms(310));
+        let (ms, frame) = (|t: u64| t * 1_000, 363_000);
+        let mut d = measured_at_10_mbit(frame);
         for (id, at) in [(2, 1_000), (3, 1_019), (4, 1_047)] {
             d.on_sent(id, frame, ms(at));
         }
@@ -374,6 +390,29 @@ mod tests {
         // Frames 2 to 5 crossed from 1 000 to 2 288 ms: 1.13 MB/s; frame 1 alone, 1.17.
         let r = d.estimate().rate_bytes_per_s;
         assert!(r <= 1_200_000, "estimate {r} B/s");
+    }
+
+    /// Frames given up on, or settled by a later ACK without crossing, no longer keep the path
+    /// busy: the queue ahead shrinks to what is still in flight.
+    #[test]
+    fn frames_settled_without_crossing_no_longer_keep_the_path_busy() {
+        let (ms, frame) = (|t: u64| t * 1_000, 363_000);
+        let mut d = measured_at_10_mbit(frame);
+        // Three frames handed over at once: 990 ms of the path at about 1.17 MB/s.
+        for id in 2..5 {
+            d.on_sent(id, frame, ms(400));
+        }
+        assert!(d.busy_until_us >= ms(1_300), "{}", d.busy_until_us);
+        // The newest is acknowledged (the older two were reset): nothing is left to cross.
+        d.on_ack(4, ms(720));
+        assert!(d.busy_until_us <= ms(720), "{}", d.busy_until_us);
+        // Given up on: the same.
+        for id in 5..8 {
+            d.on_sent(id, frame, ms(800));
+        }
+        d.forget_before(7, ms(900));
+        let left = frame * 1_000_000 / d.estimate().rate_bytes_per_s;
+        assert!(d.busy_until_us <= ms(900) + left, "{}", d.busy_until_us);
     }
 
     #[test]

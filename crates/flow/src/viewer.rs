@@ -222,6 +222,9 @@ pub struct ViewerFlow {
     /// When the byte budget's queue-ahead rule will let the frame it refused go
     /// ([`DeliveryRate::room_at`]), for [`ViewerFlow::next_expiry`].
     room_wake_us: Option<u64>,
+    /// When the next stall probe may go, if that is still to come (a moment already past
+    /// would wake the host again at once, with no frame to send).
+    probe_wake_us: Option<u64>,
 }
 
 /// A viewer with a byte budget whose ACKs stopped (a blackout, a Wi-Fi hiccup) while frames
@@ -230,7 +233,7 @@ pub struct ViewerFlow {
 /// [`STALL_AFTER_US`], and, when large frames queue on the path
 /// ([`DeliveryRate::path_busy_until_us`]), the path has had that long after it was estimated
 /// to have carried every frame in flight: a large frame queued behind others, probes among
-/// them, is not stalled. From then on, one frame every [`PROBE_EVERY_US`] goes beyond the
+/// them, is not stalled (the onset only; once probing, probes are paced as follows). From then on, one frame every [`PROBE_EVERY_US`] goes beyond the
 /// budget, made against the picture the viewer acknowledged. The probes since the last ACK
 /// may cost one byte budget at once, and beyond it, while each is at most half the budget, no
 /// more than the measured delivery rate over the time since the first of them: a long
@@ -270,6 +273,7 @@ impl ViewerFlow {
             probes_since_us: None,
             probe_largest: 0,
             room_wake_us: None,
+            probe_wake_us: None,
         }
     }
 
@@ -350,7 +354,7 @@ impl ViewerFlow {
             self.inflight.pop_front();
             self.stats.ack_timeouts += 1;
             if let Some(b) = &mut self.bytes {
-                b.forget_before(self.inflight.front().map_or(u64::MAX, |&(s, _)| s));
+                b.forget_before(self.inflight.front().map_or(u64::MAX, |&(s, _)| s), now_us);
             }
         }
         let bytes_room = self.bytes.as_ref().is_none_or(|b| b.has_room(now_us));
@@ -362,7 +366,9 @@ impl ViewerFlow {
             self.room_wake_us = b.room_at().filter(|&t| t > now_us);
         }
         let room = (self.inflight.len() as u32) < self.current_limit() && bytes_room;
-        let probe = !room && self.stall_probe_at().is_some_and(|t| now_us >= t);
+        let probe_at = self.stall_probe_at();
+        self.probe_wake_us = probe_at.filter(|&t| t > now_us);
+        let probe = !room && probe_at.is_some_and(|t| now_us >= t);
         self.probe_allowed = probe.then_some(now_us);
         room || probe
     }
@@ -399,7 +405,13 @@ impl ViewerFlow {
         };
         // The oldest frame takes its time to cross at the measured rate: a slow path still
         // delivering a large frame is not a stalled one.
-        let across = (oldest + at_rate(b.oldest_bytes())).max(b.path_busy_until_us().unwrap_or(0));
+        // The onset waits for large frames still queued on the path; once probing, probes are
+        // paced as below.
+        let queued = match self.probes_since_us {
+            None => b.path_busy_until_us().unwrap_or(0),
+            Some(_) => 0,
+        };
+        let across = (oldest + at_rate(b.oldest_bytes())).max(queued);
         let stalled_at = across + e.min_rtt_us + STALL_AFTER_US;
         Some(stalled_at.max(self.next_probe_us).max(paid_at))
     }
@@ -410,7 +422,7 @@ impl ViewerFlow {
             .inflight
             .front()
             .map(|&(_, sent)| sent + self.ack_timeout_us);
-        [expiry, self.stall_probe_at(), self.room_wake_us]
+        [expiry, self.probe_wake_us, self.room_wake_us]
             .into_iter()
             .flatten()
             .min()

@@ -89,9 +89,10 @@ async fn a_quic_viewer_reproduces_every_picture_exactly() {
     s.shutdown().await;
 }
 
-/// In colour, each frame is a moved-rectangle delta made for the viewer against the picture it
-/// acknowledged, from the row hashes the capture made while converting the planes: every
-/// checksum (over the colour picture) verifies.
+/// A colour viewer over QUIC (named bases, each frame on a stream of its own): every checksum,
+/// over the colour picture, verifies. (Deltas made for one viewer against the picture it
+/// acknowledged, with moved rectangles, are checked across loss in
+/// `crates/session/tests/lossy.rs`; on loopback most frames are the shared delta.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quic_colour_viewer_verifies_every_picture() {
     let s = server(Scene::Scroll).await;

@@ -437,6 +437,8 @@ impl<W: Wire> HostSession<W> {
             Plan::Rebased { .. } => {
                 let base = self.bases.rebase.take().expect("planned with its base");
                 let made = self.bases.made.lock().map(|mut m| m.take()).ok().flatten();
+                // Made by the planned work, off the async workers; made here only if that
+                // work was not run.
                 let delta = made.unwrap_or_else(|| {
                     let moved = self.wire.rects().then_some(&*self.bases.moved);
                     rebased_delta(f, &base, self.wire.codec(), moved)
