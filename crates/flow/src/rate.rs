@@ -76,6 +76,26 @@ pub struct LinkEstimate {
     pub budget_bytes: u64,
 }
 
+/// Bytes that `rate` bytes/s carries in `us` µs.
+fn bytes_in(rate: u64, us: u64) -> u64 {
+    (rate as u128 * us as u128 / 1_000_000) as u64
+}
+
+impl LinkEstimate {
+    /// The bandwidth-delay product: the delivery rate over the minimum RTT.
+    pub fn bdp_bytes(&self) -> u64 {
+        bytes_in(self.rate_bytes_per_s, self.min_rtt_us)
+    }
+
+    /// How long `bytes` take to cross at the delivery rate (µs; 0 before it is measured).
+    pub fn time_us(&self, bytes: u64) -> u64 {
+        match self.rate_bytes_per_s {
+            0 => 0,
+            r => (bytes as u128 * 1_000_000 / r as u128) as u64,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct DeliveryRate {
     sent: VecDeque<Sent>,
@@ -122,11 +142,8 @@ impl DeliveryRate {
             limited: std::mem::take(&mut self.refused),
         });
         self.inflight += bytes;
-        let rate = self.estimate().rate_bytes_per_s;
-        if rate > 0 {
-            let takes = (bytes as u128 * 1_000_000 / rate as u128) as u64;
-            self.busy_until_us = self.busy_until_us.max(now) + takes;
-        }
+        let takes = self.estimate().time_us(bytes);
+        self.busy_until_us = self.busy_until_us.max(now) + takes;
         if self.frames.len() >= RECENT_FRAMES {
             self.frames.pop_front();
         }
@@ -169,8 +186,7 @@ impl DeliveryRate {
     /// frames settled without crossing (overtaken, given up on, reset by the transport) no
     /// longer count.
     fn cap_busy(&mut self, now: u64) {
-        let rate = self.estimate().rate_bytes_per_s.max(1);
-        let left = (self.inflight as u128 * 1_000_000 / rate as u128) as u64;
+        let left = self.estimate().time_us(self.inflight);
         self.busy_until_us = self.busy_until_us.min(now + left);
     }
 
@@ -207,11 +223,15 @@ impl DeliveryRate {
     /// the product are the budget's business, and an estimate that may be the content's rate,
     /// far below the path's, would see a queue where there is none.
     pub fn path_busy_until_us(&self) -> Option<u64> {
+        self.busy_with(&self.estimate())
+    }
+
+    /// [`DeliveryRate::path_busy_until_us`] under the estimate `e`.
+    fn busy_with(&self, e: &LinkEstimate) -> Option<u64> {
         let measured = self
             .path_sample_at_us
             .is_some_and(|t| self.delivered_at_us.saturating_sub(t) <= RATE_WINDOW_US);
-        let e = self.estimate();
-        let bdp = (e.rate_bytes_per_s as u128 * e.min_rtt_us as u128 / 1_000_000) as u64;
+        let bdp = e.bdp_bytes();
         let large = self.sent.iter().any(|s| s.bytes > bdp);
         (measured && large).then_some(self.busy_until_us)
     }
@@ -233,7 +253,7 @@ impl DeliveryRate {
             0
         } else {
             let frame = self.frames.iter().copied().max().unwrap_or(0);
-            let bdp = (rate as u128 * min_rtt as u128 / 1_000_000) as u64;
+            let bdp = bytes_in(rate, min_rtt);
             (2 * bdp)
                 .max(bdp + frame)
                 .max((4 * frame).min(SMALL_FRAMES_FLOOR))
@@ -258,9 +278,10 @@ impl DeliveryRate {
     /// queue ahead is counted in time, not in frames: a frame goes when the one before it is
     /// nearly across, and the path stays busy.
     pub fn has_room(&self, now: u64) -> bool {
-        match self.estimate().budget_bytes {
+        let e = self.estimate();
+        match e.budget_bytes {
             0 => self.sent.len() < FIRST_FRAMES,
-            b => self.inflight < b && self.room_at().is_none_or(|t| now >= t),
+            b => self.inflight < b && self.room_with(&e).is_none_or(|t| now >= t),
         }
     }
 
@@ -268,8 +289,11 @@ impl DeliveryRate {
     /// another frame, while a large frame is in flight on a measured path (`None` otherwise).
     /// No ACK marks that moment: the host sets a timer for it.
     pub fn room_at(&self) -> Option<u64> {
-        let e = self.estimate();
-        let busy = self.path_busy_until_us()?;
+        self.room_with(&self.estimate())
+    }
+
+    fn room_with(&self, e: &LinkEstimate) -> Option<u64> {
+        let busy = self.busy_with(e)?;
         (self.inflight < e.budget_bytes)
             .then(|| busy.saturating_sub(e.min_rtt_us.max(QUEUE_AHEAD_MIN_US)))
     }

@@ -309,9 +309,9 @@ impl ViewerFlow {
     /// timeout; before anything was measured, the ACK timeout.
     pub fn crossing_time_us(&self, bytes: u64) -> u64 {
         match self.link_estimate() {
-            Some(e) if e.rate_bytes_per_s > 0 => (2 * e.min_rtt_us
-                + 2 * bytes * 1_000_000 / e.rate_bytes_per_s)
-                .min(self.ack_timeout_us),
+            Some(e) if e.rate_bytes_per_s > 0 => {
+                (2 * e.min_rtt_us + e.time_us(2 * bytes)).min(self.ack_timeout_us)
+            }
             _ => self.ack_timeout_us,
         }
     }
@@ -396,10 +396,9 @@ impl ViewerFlow {
         if self.probe_bytes >= e.budget_bytes && 2 * self.probe_largest > e.budget_bytes {
             return None;
         }
-        let at_rate = |bytes: u64| (bytes as u128 * 1_000_000 / e.rate_bytes_per_s as u128) as u64;
         let paid_at = match self.probes_since_us {
             Some(since) if self.probe_bytes > e.budget_bytes => {
-                since + at_rate(self.probe_bytes - e.budget_bytes)
+                since + e.time_us(self.probe_bytes - e.budget_bytes)
             }
             _ => 0,
         };
@@ -411,7 +410,7 @@ impl ViewerFlow {
             None => b.path_busy_until_us().unwrap_or(0),
             Some(_) => 0,
         };
-        let across = (oldest + at_rate(b.oldest_bytes())).max(queued);
+        let across = (oldest + e.time_us(b.oldest_bytes())).max(queued);
         let stalled_at = across + e.min_rtt_us + STALL_AFTER_US;
         Some(stalled_at.max(self.next_probe_us).max(paid_at))
     }

@@ -195,13 +195,8 @@ fn rebased_delta(
     codec: framewire_codec::BlockCodec,
     moved: Option<&Mutex<RectDeltaMaker>>,
 ) -> Rebased {
-    match moved {
-        Some(m) => {
-            let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
-            f.delta_from(base, codec, Some(&mut m))
-        }
-        None => f.delta_from(base, codec, None),
-    }
+    let mut maker = moved.map(|m| m.lock().unwrap_or_else(|e| e.into_inner()));
+    f.delta_from(base, codec, maker.as_deref_mut())
 }
 
 impl Retained {
