@@ -8,15 +8,18 @@
 //! - [`ClockOffset`]: the offset between two peers' clocks from ping/pong exchanges.
 //! - [`PingSchedule`]: when to send those pings.
 //! - [`DeliveryRate`]: the bytes a viewer may have in flight, from the rate its ACKs show.
+//! - [`LossWatch`]: whether the path has lost packets lately, from the transport's counters.
 
 mod clock_offset;
 mod limit;
+mod loss;
 mod ping;
 mod rate;
 mod viewer;
 
 pub use clock_offset::ClockOffset;
 pub use limit::InflightLimit;
+pub use loss::LossWatch;
 pub use ping::PingSchedule;
 pub use rate::{DeliveryRate, LinkEstimate};
 pub use viewer::{AckOutcome, Bases, FrameInfo, Plan, ViewerFlow, ViewerFlowStats};

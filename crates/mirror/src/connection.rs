@@ -149,7 +149,11 @@ async fn flush<W: Wire, T: Transport>(
         acked |= matches!(e, Event::Rtt(_));
         on_event(cx, e);
     }
-    publish_figures(session, cx, acked, sock.path());
+    let path = sock.path();
+    if let Some(p) = &path {
+        session.on_path_counters(p.sent_packets, p.lost_packets, now_us());
+    }
+    publish_figures(session, cx, acked, path);
     Ok(())
 }
 

@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use framewire_flow::{
-    AckOutcome, Bases, ClockOffset, InflightLimit, PingSchedule, Plan, ViewerFlow, ViewerFlowStats,
+    AckOutcome, Bases, ClockOffset, InflightLimit, LossWatch, PingSchedule, Plan, ViewerFlow,
+    ViewerFlowStats,
 };
 use framewire_proto::daylight::{ViewerDecoder, ViewerPacket};
 use framewire_proto::v1::{self, goodbye, AckStatus, InputKind, Packet};
@@ -184,8 +185,11 @@ struct Retained {
     repair_unanswered_since: Option<u64>,
     /// How long the repair may take to cross ([`ViewerFlow::crossing_time_us`]).
     repair_patience_us: u64,
-    /// Deltas go against the acknowledged picture ([`HostConfig::frames_may_be_lost`]).
+    /// Deltas go against the acknowledged picture ([`HostConfig::frames_may_be_lost`]),
+    /// unless the transport's counters show the path has lost nothing lately (`path`).
     prefer_acknowledged: bool,
+    path: LossWatch,
+    path_clean: bool,
 }
 
 /// `f` as a delta against `base` for one viewer: with `moved`, moved rectangles.
@@ -211,7 +215,7 @@ impl Retained {
                 .as_ref()
                 .filter(fits)
                 .map(|x| x.content_id),
-            prefer_acknowledged: self.prefer_acknowledged,
+            prefer_acknowledged: self.prefer_acknowledged && !self.path_clean,
         }
     }
 
@@ -308,6 +312,17 @@ impl<W: Wire> HostSession<W> {
     /// The viewer's flow figures (frames planned, skipped, keyframes, ACK timeouts, …).
     pub fn flow_stats(&self) -> ViewerFlowStats {
         self.flow.stats()
+    }
+
+    /// The transport's loss counters at `now` (packets sent and declared lost, each since the
+    /// connection began), for a transport that has them (QUIC). While they show no loss
+    /// lately ([`LossWatch`]), a viewer whose frames may be lost gets the delta every viewer
+    /// shares, as on an ordered stream, not one made for it against the picture it
+    /// acknowledged; a loss seen brings the acknowledged picture back for the next frame.
+    pub fn on_path_counters(&mut self, sent_packets: u64, lost_packets: u64, now: u64) {
+        let b = &mut self.bases;
+        b.path.on_counters(sent_packets, lost_packets, now);
+        b.path_clean = b.path.clean(now);
     }
 
     /// What the delivery-rate estimator believes of the path (viewers with named bases).

@@ -59,6 +59,9 @@ struct Impairment {
     /// More delay for keyframes: a large frame crossing a slow link behind the small deltas
     /// made against it.
     keyframe_delay_us: u64,
+    /// The host is told the transport's loss counters after each frame it sends, as QUIC's
+    /// are read (a frame unit counts as one packet).
+    counters: bool,
 }
 
 /// What the source shows.
@@ -96,6 +99,8 @@ struct Outcome {
     source_frames: u64,
     /// Deltas the host made against a picture the viewer acknowledged.
     rebased: u64,
+    /// Frames the host's flow skipped (the next one is rebased on the picture sent before).
+    skipped: u64,
     /// Bytes of every frame unit the host sent (lost ones too).
     frame_bytes: u64,
 }
@@ -208,6 +213,10 @@ fn run_content(seed: u64, imp: &Impairment, frames: u64, content: &Content) -> O
                 units.insert((at, rng.next()), Bytes::from(b.clone()));
             }
         }
+        if imp.counters {
+            let sent = out.frame_bytes.div_ceil(1_200);
+            host.on_path_counters(sent, out.frames_lost, t);
+        }
         while let Some(e) = host.poll_event() {
             if let framewire_session::Event::Rejected(e) = e {
                 panic!("host rejected the viewer: {e}");
@@ -279,6 +288,7 @@ fn run_content(seed: u64, imp: &Impairment, frames: u64, content: &Content) -> O
         "seed {seed}: repaired with keyframes: {s:?} {out:?}"
     );
     out.rebased = s.rebased;
+    out.skipped = s.skipped;
     eprintln!("seed {seed}: {out:?}");
     out
 }
@@ -352,6 +362,59 @@ fn a_clean_link_never_misses_a_base() {
         "{o:?}"
     );
     assert_eq!(o.last_applied + 1, o.source_frames);
+}
+
+/// On a path whose transport reports no loss, frames chain as on an ordered stream: the delta
+/// every viewer shares, against the frame sent before (still crossing when the round trip is
+/// longer than a capture interval), not one made for this viewer against what it
+/// acknowledged (made for it alone, and spanning every frame in flight). Every picture is
+/// still exact.
+#[test]
+fn a_path_reported_clean_gets_the_shared_delta() {
+    let link = |counters| Impairment {
+        delay_us: 20_000,
+        counters,
+        ..Impairment::default()
+    };
+    let scroll = Content {
+        same: 0.0,
+        period: None,
+        strict_keyframes: true,
+        scroll: true,
+        caps: caps::ALL,
+    };
+    let unknown = run_content(31, &link(false), 200, &scroll);
+    let clean = run_content(31, &link(true), 200, &scroll);
+    for o in [&unknown, &clean] {
+        assert_eq!((o.bases_missing, o.stale), (0, 0), "{o:?}");
+        assert_eq!(o.last_applied + 1, o.source_frames, "{o:?}");
+    }
+    assert!(unknown.rebased > 100, "{unknown:?}");
+    // Only a frame after a skip (while nothing had come back yet) is made for the viewer.
+    assert!(clean.rebased <= clean.skipped, "{clean:?}");
+}
+
+/// A loss the transport reports brings the acknowledged picture back as the base of the next
+/// frames: after it, frames are rebased, and every applied picture is exact.
+#[test]
+fn a_loss_reported_brings_back_deltas_against_the_acknowledged_picture() {
+    let imp = Impairment {
+        loss: 0.03,
+        delay_us: 20_000,
+        jitter_us: 4_000,
+        counters: true,
+        ..Impairment::default()
+    };
+    for seed in 40..46 {
+        let o = run(seed, &imp, 300);
+        assert!(o.frames_lost > 0, "seed {seed}: {o:?}");
+        assert!(o.rebased > 0, "seed {seed}: {o:?}");
+        assert!(o.applied * 2 >= o.source_frames, "seed {seed}: only {o:?}");
+        assert!(
+            o.last_applied + 10 >= o.source_frames,
+            "seed {seed}: the stream stopped: {o:?}"
+        );
+    }
 }
 
 /// A keyframe that crosses far slower than the deltas made against it (150 ms behind them, on
