@@ -248,6 +248,9 @@ pub struct ViewerFlow {
 /// for the transport's own probes (whose timeout doubles with each one lost) and the repair of
 /// every frame behind them.
 pub const STALL_AFTER_US: u64 = 60_000;
+/// A frame's ACK is overdue this long (µs) after its bytes at the delivery rate and a minimum
+/// RTT would bring it: one capture interval at 60 fps ([`ViewerFlow::keeping_up`]).
+pub const OVERDUE_AFTER_US: u64 = 17_000;
 pub const PROBE_EVERY_US: u64 = 25_000;
 
 impl ViewerFlow {
@@ -313,6 +316,30 @@ impl ViewerFlow {
                 (2 * e.min_rtt_us + e.time_us(2 * bytes)).min(self.ack_timeout_us)
             }
             _ => self.ack_timeout_us,
+        }
+    }
+
+    /// Whether the path keeps up with what was sent, at `now_us`: no frame larger than the
+    /// bandwidth-delay product is queued on it ([`DeliveryRate::path_busy_until_us`]), and the
+    /// oldest frame in flight is not overdue (its bytes at the delivery rate, a minimum RTT
+    /// and [`OVERDUE_AFTER_US`] have not all passed without its ACK). Only then may a frame
+    /// depend on one still crossing: on a path that has gone silent (a blackout the transport
+    /// has not yet counted as loss) or is busy for longer than a round trip, a frame made
+    /// against the acknowledged picture supersedes the ones stuck in front of it. True before
+    /// anything was measured, and for a viewer without a byte budget.
+    pub fn keeping_up(&self, now_us: u64) -> bool {
+        let Some(b) = &self.bytes else {
+            return true;
+        };
+        if b.path_busy_until_us().is_some() {
+            return false;
+        }
+        let e = b.estimate();
+        match self.inflight.front() {
+            Some(&(_, oldest)) if e.rate_bytes_per_s > 0 => {
+                now_us <= oldest + e.time_us(b.oldest_bytes()) + e.min_rtt_us + OVERDUE_AFTER_US
+            }
+            _ => true,
         }
     }
 
@@ -840,6 +867,32 @@ mod tests {
     /// blackout, three such frames queued on the path (probes) are not taken for a stall while
     /// the path is still carrying them: one ACK does not bring more probes at once.
     #[test]
+    fn a_path_keeps_up_until_an_ack_is_overdue() {
+        const MS: u64 = 1_000;
+        let mut v = flow().with_byte_budget();
+        v.on_sent(0, 20_000, 0);
+        assert!(v.keeping_up(500 * MS), "nothing measured yet");
+        // Frames of 20 kB, each ACKed 22 ms after it was sent, over a 20 ms round trip.
+        v.on_ack(0, 22 * MS);
+        let mut now = 40 * MS;
+        for seq in 1..20 {
+            v.on_path_rtt(20 * MS, now);
+            v.on_sent(seq, 20_000, now);
+            v.on_ack(seq, now + 22 * MS);
+            now += 40 * MS;
+        }
+        v.on_sent(20, 20_000, now);
+        let e = v.link_estimate().expect("a byte budget");
+        let due = now + e.time_us(20_000) + e.min_rtt_us + OVERDUE_AFTER_US;
+        assert!(due < now + 80 * MS, "{e:?}");
+        assert!(v.keeping_up(now + 22 * MS));
+        assert!(v.keeping_up(due));
+        assert!(!v.keeping_up(due + 1), "an ACK overdue");
+        v.on_ack(20, due + 5 * MS);
+        assert!(v.keeping_up(due + 5 * MS), "nothing in flight");
+    }
+
+    #[test]
     fn large_frames_queued_on_the_path_are_neither_sent_early_nor_probed_over() {
         const MS: u64 = 1_000;
         let frame = 363_000u64;
@@ -877,6 +930,8 @@ mod tests {
             !v.can_send(sent + across / 2),
             "a second frame behind the first"
         );
+        // Nothing may depend on a frame that keeps the path busy for longer than a round trip.
+        assert!(!v.keeping_up(sent + MS));
         // The host is woken for that moment: no ACK comes before it.
         let wake = v.next_expiry().expect("a moment to wake");
         assert!(

@@ -315,14 +315,16 @@ impl<W: Wire> HostSession<W> {
     }
 
     /// The transport's loss counters at `now` (packets sent and declared lost, each since the
-    /// connection began), for a transport that has them (QUIC). While they show no loss
-    /// lately ([`LossWatch`]), a viewer whose frames may be lost gets the delta every viewer
-    /// shares, as on an ordered stream, not one made for it against the picture it
-    /// acknowledged; a loss seen brings the acknowledged picture back for the next frame.
+    /// connection began), for a transport that has them (QUIC); call it often (before each
+    /// frame is planned). While they show no loss lately ([`LossWatch`]) and the path keeps up
+    /// with what was sent ([`ViewerFlow::keeping_up`]: no ACK overdue, no large frame queued),
+    /// a viewer whose frames may be lost gets the delta every viewer shares, as on an ordered
+    /// stream, not one made for it against the picture it acknowledged. A loss seen, or an
+    /// ACK overdue, brings the acknowledged picture back for the next frame.
     pub fn on_path_counters(&mut self, sent_packets: u64, lost_packets: u64, now: u64) {
         let b = &mut self.bases;
         b.path.on_counters(sent_packets, lost_packets, now);
-        b.path_clean = b.path.clean(now);
+        b.path_clean = b.path.clean(now) && self.flow.keeping_up(now);
     }
 
     /// What the delivery-rate estimator believes of the path (viewers with named bases).
