@@ -862,10 +862,8 @@ mod tests {
         assert!(v.can_send(now));
     }
 
-    /// Frames larger than the path's bandwidth-delay product (a lossless video on 10 Mbit/s,
-    /// 1.1 MB/s, 21 ms): one goes when the one before it is nearly across, and after a
-    /// blackout, three such frames queued on the path (probes) are not taken for a stall while
-    /// the path is still carrying them: one ACK does not bring more probes at once.
+    /// A frame may depend on one still crossing until that one's ACK is overdue: its bytes at
+    /// the delivery rate, a minimum RTT and [`OVERDUE_AFTER_US`].
     #[test]
     fn a_path_keeps_up_until_an_ack_is_overdue() {
         const MS: u64 = 1_000;
@@ -892,6 +890,10 @@ mod tests {
         assert!(v.keeping_up(due + 5 * MS), "nothing in flight");
     }
 
+    /// Frames larger than the path's bandwidth-delay product (a lossless video on 10 Mbit/s,
+    /// 1.1 MB/s, 21 ms): one goes when the one before it is nearly across, and after a
+    /// blackout, three such frames queued on the path (probes) are not taken for a stall while
+    /// the path is still carrying them: one ACK does not bring more probes at once.
     #[test]
     fn large_frames_queued_on_the_path_are_neither_sent_early_nor_probed_over() {
         const MS: u64 = 1_000;

@@ -59,8 +59,9 @@ struct Impairment {
     /// More delay for keyframes: a large frame crossing a slow link behind the small deltas
     /// made against it.
     keyframe_delay_us: u64,
-    /// The host is told the transport's loss counters after each frame it sends, as QUIC's
-    /// are read (a frame unit counts as one packet).
+    /// The host is told the transport's loss counters on each step, as QUIC's are read on
+    /// each flush: a packet per 1,200 bytes of frame units sent, and a lost frame as one lost
+    /// packet.
     counters: bool,
 }
 

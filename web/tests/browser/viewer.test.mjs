@@ -36,8 +36,13 @@ test("the page receives a scrolling desktop, verifies it, and draws exactly the 
       samples: s.totalMs.length,
     };
     mkdirSync(`${root}/target/web`, { recursive: true });
-    // The README's screenshot (docs/images/browser-viewer.png is a copy of this one).
-    await page.screenshot({ path: `${root}/target/web/viewer-screenshot.png` });
+    // The README's screenshot (docs/images/browser-viewer.png is a copy of this one). Not a
+    // check: the canvas was verified above. Chromium may not finish a screenshot of a page
+    // drawing 60 fps on SwiftShader within its timeout when the two cores are busy (seen once
+    // in a fresh clone's make test), so a timeout is reported, not failed on.
+    await page
+      .screenshot({ path: `${root}/target/web/viewer-screenshot.png`, timeout: 20000 })
+      .catch((e) => console.log(`browser viewer: no screenshot taken (${e.message.split("\n")[0]})`));
     writeFileSync(`${root}/target/web/viewer-timing.json`, JSON.stringify(report, null, 2));
     console.log(`browser viewer: ${JSON.stringify(report)}`);
   });
