@@ -33,11 +33,8 @@ impl LossWatch {
     /// The transport's counters at `now`: packets sent and packets declared lost, each since
     /// the connection began (so they only grow).
     pub fn on_counters(&mut self, sent: u64, lost: u64, now: u64) {
-        if let Some((_, lost_before)) = self.reported {
-            if lost > lost_before {
-                self.last_loss = Some((now, sent));
-            }
-        } else if lost > 0 {
+        let lost_before = self.reported.map_or(0, |(_, l)| l);
+        if lost > lost_before {
             self.last_loss = Some((now, sent));
         }
         self.reported = Some((sent, lost));

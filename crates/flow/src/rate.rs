@@ -227,7 +227,7 @@ impl DeliveryRate {
     }
 
     /// [`DeliveryRate::path_busy_until_us`] under the estimate `e`.
-    fn busy_with(&self, e: &LinkEstimate) -> Option<u64> {
+    pub(crate) fn busy_with(&self, e: &LinkEstimate) -> Option<u64> {
         let measured = self
             .path_sample_at_us
             .is_some_and(|t| self.delivered_at_us.saturating_sub(t) <= RATE_WINDOW_US);
@@ -239,6 +239,12 @@ impl DeliveryRate {
     /// The size of the oldest frame in flight (0 when none is).
     pub fn oldest_bytes(&self) -> u64 {
         self.sent.front().map_or(0, |s| s.bytes)
+    }
+
+    /// When a frame sent at `sent_us`, the oldest in flight, has crossed the path under the
+    /// estimate `e`: its bytes at the delivery rate after its send.
+    pub(crate) fn oldest_across_us(&self, sent_us: u64, e: &LinkEstimate) -> u64 {
+        sent_us + e.time_us(self.oldest_bytes())
     }
 
     pub fn estimate(&self) -> LinkEstimate {

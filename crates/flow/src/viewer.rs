@@ -331,13 +331,13 @@ impl ViewerFlow {
         let Some(b) = &self.bytes else {
             return true;
         };
-        if b.path_busy_until_us().is_some() {
+        let e = b.estimate();
+        if b.busy_with(&e).is_some() {
             return false;
         }
-        let e = b.estimate();
         match self.inflight.front() {
             Some(&(_, oldest)) if e.rate_bytes_per_s > 0 => {
-                now_us <= oldest + e.time_us(b.oldest_bytes()) + e.min_rtt_us + OVERDUE_AFTER_US
+                now_us <= b.oldest_across_us(oldest, &e) + e.min_rtt_us + OVERDUE_AFTER_US
             }
             _ => true,
         }
@@ -434,10 +434,10 @@ impl ViewerFlow {
         // The onset waits for large frames still queued on the path; once probing, probes are
         // paced as below.
         let queued = match self.probes_since_us {
-            None => b.path_busy_until_us().unwrap_or(0),
+            None => b.busy_with(&e).unwrap_or(0),
             Some(_) => 0,
         };
-        let across = (oldest + e.time_us(b.oldest_bytes())).max(queued);
+        let across = b.oldest_across_us(oldest, &e).max(queued);
         let stalled_at = across + e.min_rtt_us + STALL_AFTER_US;
         Some(stalled_at.max(self.next_probe_us).max(paid_at))
     }

@@ -9,8 +9,8 @@
 
 mod common;
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -24,10 +24,18 @@ use framewire_session::{
     ViewerReader, ViewerSession,
 };
 
-static CLOCK: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// The fake clock, one per test thread: tests run in parallel, and a clock shared by
+    /// all of them let one test's time leak into another's viewer (a flaky failure).
+    static CLOCK: Cell<u64> = const { Cell::new(0) };
+}
+
+fn set_clock(t: u64) {
+    CLOCK.with(|c| c.set(t));
+}
 
 fn now() -> u64 {
-    CLOCK.load(Ordering::Relaxed)
+    CLOCK.with(|c| c.get())
 }
 
 /// splitmix64: a seeded generator small enough to keep here (the test must replay exactly).
@@ -137,7 +145,7 @@ fn welcomed_viewer(t: u64) -> ViewerSession {
         stream: "screen".into(),
         token: String::new(),
     };
-    CLOCK.store(t, Ordering::Relaxed);
+    set_clock(t);
     let mut viewer = ViewerSession::new(hello, now);
     let _ = viewer.poll_transmit();
     let welcome = v1::Packet::Welcome {
@@ -173,7 +181,7 @@ fn run_content(seed: u64, imp: &Impairment, frames: u64, content: &Content) -> O
     let end = frames * frame_every + 1_000_000;
     let mut t = 0;
     while t < end {
-        CLOCK.store(t, Ordering::Relaxed);
+        set_clock(t);
         if t == next_frame && src.seq < frames {
             let same = rng.chance(content.same) && src.seq > 0;
             let f: Arc<SourceFrame> = src.frame(t, same);

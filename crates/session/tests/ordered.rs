@@ -10,8 +10,8 @@
 
 mod common;
 
+use std::cell::Cell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::{picture, Source};
 use framewire_flow::InflightLimit;
@@ -21,10 +21,18 @@ use framewire_session::{
     ViewerSession,
 };
 
-static CLOCK: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// The fake clock, one per test thread: tests run in parallel, and a clock shared by
+    /// all of them let one test's time leak into another's viewer (a flaky failure).
+    static CLOCK: Cell<u64> = const { Cell::new(0) };
+}
+
+fn set_clock(t: u64) {
+    CLOCK.with(|c| c.set(t));
+}
 
 fn now() -> u64 {
-    CLOCK.load(Ordering::Relaxed)
+    CLOCK.with(|c| c.get())
 }
 
 const ONE_WAY_US: u64 = 40_000;
@@ -41,7 +49,7 @@ struct Outcome {
 }
 
 fn run(frames_may_be_lost: bool) -> Outcome {
-    CLOCK.store(1_000, Ordering::Relaxed);
+    set_clock(1_000);
     let n = negotiate(v1::Codec::Lz4, caps::ALL, caps::ALL);
     let cfg = HostConfig {
         limit: InflightLimit::default(),
@@ -109,7 +117,7 @@ fn run(frames_may_be_lost: bool) -> Outcome {
         let next = t + FRAME_US;
         while to_viewer.front().is_some_and(|(at, _)| *at <= next) {
             let (at, b) = to_viewer.pop_front().expect("front exists");
-            CLOCK.store(at, Ordering::Relaxed);
+            set_clock(at);
             viewer.handle_bytes(at, &b);
             viewer.handle_timeout(at);
             while let Some(e) = viewer.poll_event() {
@@ -133,7 +141,7 @@ fn run(frames_may_be_lost: bool) -> Outcome {
             let (at, b) = to_host.pop_front().expect("front exists");
             host.handle_bytes(at, &b);
         }
-        CLOCK.store(next, Ordering::Relaxed);
+        set_clock(next);
     }
     out.kept_at_end = viewer.kept_pictures();
     out
