@@ -24,6 +24,8 @@ MAGIC = b"FW"
 HELLO, WELCOME, STREAM_DESC, FRAME, UNCHANGED = 0x01, 0x02, 0x03, 0x10, 0x11
 ACK, PING, PONG, COMMAND, GOODBYE = 0x20, 0x30, 0x31, 0x40, 0x7F
 CAP_LZ4, CAP_ZSTD, CAP_UNCHANGED, CAP_XXH3, CAP_MOVED_RECTS, CAP_COLOUR = 1, 2, 4, 8, 16, 32
+CAP_PREDICTED = 128  # predicted rectangles in moved-rectangle deltas (bit 15 of nmoves)
+PREDICTED = 0x8000
 FORMAT_GREY, FORMAT_PLANAR_GDIFF = 1, 2
 FLAG_KEYFRAME, FLAG_ROWS, FLAG_RECTS = 1, 2, 4
 CODEC_RAW, CODEC_LZ4, CODEC_ZSTD = 0, 1, 2
@@ -44,10 +46,13 @@ def checksum_of_hashes(hashes: list[int]) -> int:
 
 
 def parse_rect_plan(payload: bytes, width: int, height: int):
-    """(moves, patches, header length) of a moved-rectangle delta, every bound checked."""
+    """(moves, patches, header length, (predicted rectangles, planes)) of a moved-rectangle
+    delta, every bound checked; planes is 0 without predicted rectangles."""
     if len(payload) < 4:
         raise ProtocolError("moved-rectangle delta shorter than its header")
     nmoves, npatches = struct.unpack_from("<HH", payload, 0)
+    has_predicted = bool(nmoves & PREDICTED)
+    nmoves &= ~PREDICTED
     if nmoves > MAX_MOVES:
         raise ProtocolError(f"{nmoves} moves (at most {MAX_MOVES})")
     if npatches > height:
@@ -56,7 +61,7 @@ def parse_rect_plan(payload: bytes, width: int, height: int):
     if len(payload) < header:
         raise ProtocolError("moved-rectangle delta shorter than its rectangles")
 
-    def rect(o):
+    def rect(o, height=height):
         x, y, w, h = struct.unpack_from("<HHHH", payload, o)
         if w == 0 or h == 0 or x + w > width or y + h > height:
             raise ProtocolError("an empty rectangle or one outside the picture")
@@ -77,7 +82,74 @@ def parse_rect_plan(payload: bytes, width: int, height: int):
         if area > width * height:
             raise ProtocolError("patches larger than the picture")
         patches.append(r)
-    return moves, patches, header
+    predicted, planes = [], 0
+    if has_predicted:
+        if len(payload) < header + 3:
+            raise ProtocolError("moved-rectangle delta shorter than its predicted rectangles")
+        npred, planes = struct.unpack_from("<HB", payload, header)
+        if planes not in (1, 3) or height % planes:
+            raise ProtocolError(f"predicted rectangles in {planes} planes of {height} rows")
+        ph = height // planes
+        if npred > ph:
+            raise ProtocolError(f"{npred} predicted rectangles for {ph} rows")
+        header += 3 + 9 * npred
+        if len(payload) < header:
+            raise ProtocolError("moved-rectangle delta shorter than its predicted rectangles")
+        area = 0
+        for i in range(npred):
+            o = header - 9 * (npred - i)
+            r = rect(o, ph)
+            mode = payload[o + 8]
+            if mode not in (0, 1) or (mode == 1 and planes != 3):
+                raise ProtocolError(f"predicted rectangle mode {mode} in {planes} planes")
+            area += r[2] * r[3]
+            if area > width * ph:
+                raise ProtocolError("predicted rectangles larger than a plane")
+            predicted.append((*r, mode))
+    return moves, patches, header, (predicted, planes)
+
+
+def med(a: int, b: int, c: int) -> int:
+    """JPEG-LS's median edge detector."""
+    if c >= max(a, b):
+        return min(a, b)
+    if c <= min(a, b):
+        return max(a, b)
+    return a + b - c
+
+
+def apply_predicted(pixels: bytearray, width: int, ph: int, planes: int, rects, data: bytes) -> None:
+    """Predicted rectangles (spec: "Predicted rectangles"), written over `pixels` (planes
+    stacked, `ph` rows each); `data` is every rectangle's plane 0 residuals, then plane 1's, …
+    Mode 1 predicts the colour planes from the colour cache where it has an entry; the cache
+    learns every colour pixel whatever the mode."""
+    t1, t2 = {}, {}
+    per_plane = sum(w * h for _, _, w, h, _ in rects)
+    off = 0
+    for x, y, rw, rh, mode in rects:
+        for i in range(rh):
+            for j in range(rw):
+                n = off + i * rw + j
+                vals = []
+                for k in range(planes):
+                    at = (k * ph + y + i) * width + x + j
+                    if i == 0 and j == 0:
+                        s = 0
+                    elif i == 0:
+                        s = pixels[at - 1]
+                    elif j == 0:
+                        s = pixels[at - width]
+                    else:
+                        s = med(pixels[at - 1], pixels[at - width], pixels[at - width - 1])
+                    key = None if k == 0 else (vals[0] if k == 1 else 256 * vals[0] + vals[1])
+                    table = t1 if k == 1 else t2
+                    pred = table.get(key, s) if k > 0 and mode == 1 else s
+                    v = (pred + data[k * per_plane + n]) & 0xFF
+                    pixels[at] = v
+                    if k > 0:
+                        table[key] = v
+                    vals.append(v)
+        off += rw * rh
 
 
 class Picture:
@@ -133,7 +205,7 @@ class Picture:
                 self.rehash(range(y0, y0 + rows))
             return
         if flags & FLAG_RECTS:
-            moves, patches, _ = parse_rect_plan(payload, w, h)
+            moves, patches, _, (predicted, planes) = parse_rect_plan(payload, w, h)
             before = bytes(self.pixels)
             touched = set()
             for (x, y0, rw, rh), dx, dy in moves:
@@ -147,6 +219,11 @@ class Picture:
                     self.xor_rows(y, x, rw, data[off:off + rw])
                     off += rw
                     touched.add(y)
+            if predicted:
+                ph = h // planes
+                apply_predicted(self.pixels, w, ph, planes, predicted, data[off:])
+                for _, y0, _, rh, _ in predicted:
+                    touched.update(k * ph + y for k in range(planes) for y in range(y0, y0 + rh))
             self.rehash(sorted(touched))
             return
         self.xor_rows(0, 0, w * h, data)
@@ -199,9 +276,10 @@ def frame_data(flags: int, payload: bytes, codec: int, raw_len: int, width: int,
             end = y0 + rows
         return decompress(codec, payload[8 + 8 * n:], raw_len)
     if flags & FLAG_RECTS:
-        _, patches, header = parse_rect_plan(payload, width, height)
-        if sum(r[2] * r[3] for r in patches) != raw_len:
-            raise ProtocolError("raw_len is not the patches' size")
+        _, patches, header, (predicted, planes) = parse_rect_plan(payload, width, height)
+        size = sum(r[2] * r[3] for r in patches) + planes * sum(p[2] * p[3] for p in predicted)
+        if size != raw_len:
+            raise ProtocolError("raw_len is not the patches' and predicted rectangles' size")
         return decompress(codec, payload[header:], raw_len)
     if raw_len != width * height:
         raise ProtocolError("a whole-picture frame of the wrong size")
@@ -215,6 +293,7 @@ class Shown:
     ok: bool
     payload_len: int
     codec: int = CODEC_RAW
+    predicted: bool = False  # a moved-rectangle delta with predicted rectangles
 
 
 def packet(ptype: int, body: bytes) -> bytes:
@@ -236,7 +315,7 @@ class Viewer:
         self.welcome_caps = 0
 
     @classmethod
-    def connect(cls, host: str, port: int, token: str = "", caps: int = CAP_LZ4 | CAP_UNCHANGED | CAP_XXH3 | CAP_MOVED_RECTS):
+    def connect(cls, host: str, port: int, token: str = "", caps: int = CAP_LZ4 | CAP_UNCHANGED | CAP_XXH3 | CAP_MOVED_RECTS | CAP_PREDICTED):
         s = socket.create_connection((host, port), timeout=10)
         s.sendall(packet(HELLO, struct.pack("<HBI", 1, 1, caps) + str8("screen") + str8(token)))
         return cls(s, caps)
@@ -286,7 +365,8 @@ class Viewer:
                 ok = pic.checksum() == checksum
                 self.sock.sendall(packet(ACK, struct.pack("<QBQQQ", seq, 0 if ok else 1, 0, 0, 0)))
                 shown += 1
-                yield Shown(seq, flags, ok, len(payload), codec)
+                predicted = flags == FLAG_RECTS and bool(struct.unpack_from("<H", payload)[0] & PREDICTED)
+                yield Shown(seq, flags, ok, len(payload), codec, predicted)
             elif ptype == UNCHANGED:
                 seq, _cap, checksum = struct.unpack_from("<QQQ", body, 0)
                 ok = self.picture is not None and self.picture.checksum() == checksum

@@ -16,7 +16,8 @@ VECTORS = os.path.join(ROOT, "spec", "vectors", "moves")
 
 def test_moved_rectangle_vectors_apply_exactly():
     cases = json.load(open(os.path.join(VECTORS, "cases.json")))
-    assert len(cases) == 5
+    assert len(cases) == 9
+    assert sum(c["name"].startswith("predicted-") for c in cases) == 4
     for c in cases:
         pkt = open(os.path.join(VECTORS, c["name"] + ".bin"), "rb").read()
         body = pkt[7:]
@@ -38,6 +39,13 @@ def test_moved_rectangle_vectors_apply_exactly():
     struct.pack("<HHHHHHhh", 1, 0, 0, 0, 5, 5, 6, 0),
     struct.pack("<HHHHHH", 0, 1, 9, 0, 2, 1),
     b"\x01",
+    # Predicted rectangles: two planes, an unknown mode, the colour cache in grey, one
+    # outside the first plane, a truncated entry.
+    struct.pack("<HHHBHHHHB", 0x8000, 0, 1, 2, 0, 0, 1, 1, 0),
+    struct.pack("<HHHBHHHHB", 0x8000, 0, 1, 1, 0, 0, 1, 1, 2),
+    struct.pack("<HHHBHHHHB", 0x8000, 0, 1, 1, 0, 0, 1, 1, 1),
+    struct.pack("<HHHBHHHHB", 0x8000, 0, 1, 1, 0, 9, 1, 2, 0),
+    struct.pack("<HHHBHHHH", 0x8000, 0, 1, 1, 0, 0, 1, 1),
 ])
 def test_bad_moved_rectangle_headers_are_refused(payload):
     with pytest.raises(fwv1.ProtocolError):
@@ -65,13 +73,26 @@ def scene(w, h, k):
     return bytes(b for g in grey for b in (g, g, g, 255))
 
 
-def write_recording(path, w, h, frames):
+def gradients(w, h, k):
+    """Frame k of a moving picture: smooth colour gradients that turn and zoom every frame (no
+    move lines them up), as in a video: an XOR of two frames is all noise, and nearly every
+    pixel follows from its neighbours. B G R A."""
+    return bytes(
+        c
+        for y in range(h)
+        for x in range(w)
+        for c in ((x * (k + 1) + y * 2) & 255, ((x * x + y * y) // (20 + k)) & 255, (x * 3 + y * k) & 255, 255)
+    )
+
+
+def write_recording(path, w, h, frames, scene_of=None):
     """A recording as spec/PROTOCOL.md ("Recordings") defines it, written here from the spec."""
+    scene_of = scene_of or scene
     prev = bytes(w * h * 4)
     with open(path, "wb") as f:
         f.write(b"FWREC\0" + struct.pack("<HII", 1, w, h))
         for k in range(frames):
-            pic = scene(w, h, k)
+            pic = scene_of(w, h, k)
             xor = bytes(a ^ b for a, b in zip(pic, prev))
             block = lz4.block.compress(xor, store_size=False)
             rec = struct.pack("<QI", k * 16_667, 0xFFFFFFFF) + block
@@ -93,6 +114,30 @@ def test_a_live_host_sends_moved_rectangles_that_apply_exactly(tmp_path):
     assert len(rects) >= 20, f"only {len(rects)} moved-rectangle deltas among {len(shown)}"
     # A moved window and a scrolled column cost a fraction of the rows they change.
     assert sorted(s.payload_len for s in rects)[len(rects) // 2] < 3000
+
+
+@pytest.mark.parametrize("colour", [False, True])
+def test_a_moving_picture_comes_as_predicted_rectangles_that_apply_exactly(tmp_path, colour):
+    w, h = 160, 96
+    rec = str(tmp_path / "gradients.fwrec")
+    write_recording(rec, w, h, 10, gradients)
+    caps = fwv1.CAP_LZ4 | fwv1.CAP_UNCHANGED | fwv1.CAP_XXH3 | fwv1.CAP_MOVED_RECTS
+    caps |= fwv1.CAP_COLOUR if colour else 0
+    with host("--source", f"file:{rec}", "--replay", "fast", "--fps", "20") as srv:
+        v = fwv1.Viewer.connect("127.0.0.1", srv.v1_port, caps=caps | fwv1.CAP_PREDICTED)
+        shown = list(v.frames(12))
+        v.close()
+        # The same stream to a viewer that does not declare them: full-frame deltas instead.
+        old = fwv1.Viewer.connect("127.0.0.1", srv.v1_port, caps=caps)
+        old_shown = list(old.frames(12))
+        old.close()
+    assert v.welcome_caps & fwv1.CAP_PREDICTED
+    assert v.planes == (3 if colour else 1)
+    assert all(s.ok for s in shown), [s for s in shown if not s.ok][:3]
+    assert sum(s.predicted for s in shown) >= 5, shown
+    assert all(s.ok for s in old_shown) and not any(s.predicted for s in old_shown)
+    assert not old.welcome_caps & fwv1.CAP_PREDICTED
+    assert {s.flags for s in old_shown} <= {0, fwv1.FLAG_KEYFRAME, fwv1.FLAG_RECTS}, old_shown
 
 
 def test_a_viewer_without_moved_rectangles_gets_full_deltas(tmp_path):

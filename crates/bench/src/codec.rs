@@ -81,6 +81,12 @@ pub(crate) struct Path {
 }
 
 impl Path {
+    /// Moved-rectangle deltas from this path may carry predicted rectangles.
+    pub fn with_predicted(mut self) -> Path {
+        self.enc = self.enc.with_predicted(true);
+        self
+    }
+
     pub fn new(codec: BlockCodec, res: Resolution, form: Form) -> Path {
         Path {
             enc: HostEncoder::new(codec, 0)

@@ -40,6 +40,8 @@ struct InputRow {
     colour: PathResult,
     colour_ingest_ms_p50: f64,
     colour_keyframe_bytes: usize,
+    /// The same with predicted rectangles (what viewers that declared them get).
+    colour_predicted: PathResult,
     /// The alternative measured beside it: planes R, G, B, same encoder.
     colour_rgb: PathResult,
     keyframe_bytes: usize,
@@ -71,6 +73,7 @@ fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
     let mut paths = Paths::new(codec, res);
     let mut colour = Path::new(codec, res, Form::Colour);
     let mut colour_rgb = Path::new(codec, res, Form::Colour);
+    let mut colour_pred = Path::new(codec, res, Form::Colour).with_predicted();
     let (mut planes, mut rgb) = (Arc::new(Vec::new()), Arc::new(Vec::new()));
     let (mut plane_hashes, mut prev_plane_hashes, mut rgb_hashes) = (vec![], vec![], vec![]);
     let mut colour_ms = Vec::new();
@@ -130,6 +133,7 @@ fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
         let record = frames > 0;
         let csum = checksum_of_rows(&plane_hashes);
         let ck = colour.step(&planes, &plane_hashes, csum, record)?;
+        colour_pred.step(&planes, &plane_hashes, csum, record)?;
         colour_rgb.step(&rgb, &rgb_hashes, checksum_of_rows(&rgb_hashes), record)?;
         if frames == 0 {
             colour_key = colour.out.len();
@@ -173,6 +177,7 @@ fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
         colour_ingest_ms_p50: median(&mut colour_ms),
         colour_keyframe_bytes: colour_key,
         colour_rgb: colour_rgb.result(),
+        colour_predicted: colour_pred.result(),
         keyframe_bytes: key_bytes,
         recording_bytes_per_changed_frame: disk as f64 / changed.max(1) as f64,
     })
@@ -234,14 +239,24 @@ pub fn run(a: &BenchCodecArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     println!();
-    println!("colour (planes G, R-G, B-G, moved rectangles), same pictures; the alternative: planes R, G, B");
+    println!("colour (planes G, R-G, B-G, moved rectangles), same pictures; the alternative: planes R, G, B; then with predicted rectangles");
     println!(
-        "{:<22} {:>8} {:>8} {:>8} {:>10} {:>9} | {:>10} | {:>12}",
-        "input", "planes+h", "enc", "dec", "B/chg", "key B", "RGB B/chg", "colour÷grey"
+        "{:<22} {:>8} {:>8} {:>8} {:>10} {:>9} | {:>10} | {:>12} | {:>8} {:>8} {:>10}",
+        "input",
+        "planes+h",
+        "enc",
+        "dec",
+        "B/chg",
+        "key B",
+        "RGB B/chg",
+        "colour÷grey",
+        "pred enc",
+        "pred dec",
+        "pred B/chg"
     );
     for r in &out {
         println!(
-            "{:<22} {:>8.3} {:>8.3} {:>8.3} {:>10.0} {:>9} | {:>10.0} | {:>12.2}",
+            "{:<22} {:>8.3} {:>8.3} {:>8.3} {:>10.0} {:>9} | {:>10.0} | {:>12.2} | {:>8.3} {:>8.3} {:>10.0}",
             r.input,
             r.colour_ingest_ms_p50,
             r.colour.delta_compress_ms_p50,
@@ -249,7 +264,10 @@ pub fn run(a: &BenchCodecArgs) -> anyhow::Result<()> {
             r.colour.bytes_per_changed_frame_mean,
             r.colour_keyframe_bytes,
             r.colour_rgb.bytes_per_changed_frame_mean,
-            r.colour.bytes_per_changed_frame_mean / r.rects.bytes_per_changed_frame_mean.max(1.0)
+            r.colour.bytes_per_changed_frame_mean / r.rects.bytes_per_changed_frame_mean.max(1.0),
+            r.colour_predicted.delta_compress_ms_p50,
+            r.colour_predicted.decode_apply_ms_p50,
+            r.colour_predicted.bytes_per_changed_frame_mean
         );
     }
     Ok(())

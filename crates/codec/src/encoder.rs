@@ -86,6 +86,12 @@ impl HostEncoder {
         self
     }
 
+    /// Moved-rectangle deltas may carry predicted rectangles ([`crate::predict`]).
+    pub fn with_predicted(mut self, on: bool) -> Self {
+        self.moved = std::mem::take(&mut self.moved).with_predicted(on);
+        self
+    }
+
     /// Pictures are `planes` planes of equal height stacked (see [`crate::colour`]).
     pub fn with_planes(mut self, planes: usize) -> Self {
         self.planes = planes.max(1);

@@ -15,6 +15,7 @@ pub mod grey;
 pub mod ingest;
 pub mod motion;
 mod picture;
+pub mod predict;
 pub mod rect_delta;
 pub mod rects;
 pub mod rows;

@@ -40,6 +40,8 @@ pub struct Picture {
     scratch: Vec<u8>,
     /// The picture before a moved-rectangle delta's moves (they all read from it).
     before: Vec<u8>,
+    /// The colour cache of predicted rectangles.
+    tables: Option<Box<crate::predict::Tables>>,
     valid: bool,
     pending: Pending,
 }
@@ -72,6 +74,7 @@ impl Picture {
             hashes: Vec::new(),
             scratch: vec![0; n],
             before: Vec::new(),
+            tables: None,
             valid: false,
             pending: Pending::Nothing,
         }
@@ -204,7 +207,8 @@ impl Picture {
             if !self.valid {
                 return Err(ApplyError::NoReference);
             }
-            if let Err(e) = codec.decompress(payload, &mut self.scratch) {
+            let n = self.store.len();
+            if let Err(e) = codec.decompress(payload, &mut self.scratch[..n]) {
                 // The picture itself is untouched, but the stream now lacks this delta.
                 self.valid = false;
                 return Err(e.into());
@@ -248,7 +252,11 @@ impl Picture {
         }
         let (w, h) = (self.width as usize, self.height as usize);
         let r = crate::rects::parse_header(payload, w, h).and_then(|(plan, at)| {
-            let n = plan.patch_bytes();
+            let n = plan.block_bytes();
+            if self.scratch.len() < n {
+                // Predicted rectangles may take up to two pictures' worth (bounded by the parse).
+                self.scratch.resize(n, 0);
+            }
             codec
                 .decompress(&payload[at..], &mut self.scratch[..n])
                 .map(|()| plan)
@@ -274,7 +282,8 @@ impl Picture {
             Pending::Keyframe => row_hashes(&self.store, w, &mut self.hashes),
             Pending::Delta => {
                 self.make_contiguous();
-                xor_in_place(&mut self.store, &self.scratch);
+                let n = self.store.len();
+                xor_in_place(&mut self.store, &self.scratch[..n]);
                 row_hashes(&self.store, w, &mut self.hashes);
             }
             Pending::Rows(plan, n) => {
@@ -359,6 +368,27 @@ impl Picture {
                 xor_in_place(row, &self.scratch[off..off + pw]);
                 off += pw;
                 *t = true;
+            }
+        }
+        if plan.planes > 0 && !plan.predicted.is_empty() {
+            // Rare and large (a video's frame): in rows order first, then written in place.
+            self.make_contiguous();
+            let ph = h / plan.planes;
+            let tables = self.tables.get_or_insert_with(Default::default);
+            crate::predict::apply(
+                &mut self.store,
+                w,
+                ph,
+                plan.planes,
+                &plan.predicted,
+                &self.scratch[off..plan.block_bytes()],
+                tables,
+            );
+            for r in plan.predicted.iter().map(|p| p.rect) {
+                for k in 0..plan.planes {
+                    let y0 = k * ph + r.y as usize;
+                    touched[y0..y0 + r.h as usize].fill(true);
+                }
             }
         }
         for (y, _) in touched.iter().enumerate().filter(|(_, t)| **t) {

@@ -13,6 +13,16 @@ use crate::rects::{self, RectPlan};
 pub struct RectDeltaMaker {
     finder: Finder,
     scratch: rects::Scratch,
+    /// Large patches may go as predicted rectangles ([`crate::predict`]).
+    predicted: bool,
+}
+
+impl RectDeltaMaker {
+    /// A maker whose deltas may carry predicted rectangles (for viewers that declared them).
+    pub fn with_predicted(mut self, on: bool) -> Self {
+        self.predicted = on;
+        self
+    }
 }
 
 /// Two pictures of one size (`planes` planes stacked, `width` wide) with the hash of each of
@@ -66,6 +76,7 @@ impl RectDeltaMaker {
             p.cur_rows,
             moves,
             codec,
+            if self.predicted { planes } else { 0 },
             &mut self.scratch,
             out,
         )

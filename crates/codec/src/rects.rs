@@ -13,14 +13,19 @@
 //! `npatches × (x:u16, y:u16, w:u16, h:u16)`, then one compressed block of `Σ w × h` bytes:
 //! each patch's rows, top to bottom, XORed with the picture after the moves.
 //! Every move reads the picture as it was before this frame, in order (a later move's
-//! destination wins where two overlap); then each patch is XORed, in order.
+//! destination wins where two overlap); then each patch is XORed, in order. With bit 15 of
+//! `nmoves`, predicted rectangles follow the patches (`npred:u16, planes:u8`, then their
+//! rectangles in the first plane) and replace their pixels last ([`crate::predict`]).
 
 use crate::block::{BlockCodec, CodecError};
 
 /// At most this many moves in one delta.
 pub const MAX_MOVES: usize = 64;
+/// Bit 15 of `nmoves`: predicted rectangles follow the patches.
+const PREDICTED: u16 = 0x8000;
 const MOVE_LEN: usize = 12;
 const PATCH_LEN: usize = 8;
+const PREDICTED_LEN: usize = 9;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Rect {
@@ -47,24 +52,47 @@ pub struct Move {
     pub dy: i32,
 }
 
+/// A predicted rectangle ([`crate::predict`]): where it lies in the first plane, and how its
+/// colour planes are predicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Predicted {
+    pub rect: Rect,
+    pub mode: crate::predict::Mode,
+}
+
 /// What a moved-rectangle delta carries, before its pixels.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RectPlan {
     pub moves: Vec<Move>,
     pub patches: Vec<Rect>,
+    /// Predicted rectangles, in the first of `planes` stacked planes.
+    pub predicted: Vec<Predicted>,
+    /// 0 when the delta has no predicted section (bit 15 of `nmoves` clear), else 1 or 3.
+    pub planes: usize,
 }
 
 impl RectPlan {
-    /// Decoded size of the patch data.
-    pub fn patch_bytes(&self) -> usize {
-        self.patches.iter().map(Rect::area).sum()
+    /// Decoded size of the pixel block: the patches' XOR bytes, then every plane's residuals.
+    pub fn block_bytes(&self) -> usize {
+        self.patches.iter().map(Rect::area).sum::<usize>()
+            + self.planes * self.predicted.iter().map(|p| p.rect.area()).sum::<usize>()
     }
     pub fn is_unchanged(&self) -> bool {
-        self.moves.is_empty() && self.patches.is_empty()
+        self.moves.is_empty() && self.patches.is_empty() && self.predicted.is_empty()
     }
     fn header_len(&self) -> usize {
-        4 + MOVE_LEN * self.moves.len() + PATCH_LEN * self.patches.len()
+        let predicted = match self.planes {
+            0 => 0,
+            _ => 3 + PREDICTED_LEN * self.predicted.len(),
+        };
+        4 + MOVE_LEN * self.moves.len() + PATCH_LEN * self.patches.len() + predicted
     }
+}
+
+/// Whether a moved-rectangle delta's payload has predicted rectangles (bit 15 of `nmoves`):
+/// only viewers that declared them may be sent it.
+pub fn has_predicted(payload: &[u8]) -> bool {
+    payload.len() >= 2 && u16::from_le_bytes([payload[0], payload[1]]) & PREDICTED != 0
 }
 
 /// Writes the plan's header (the pixel block follows).
@@ -74,7 +102,8 @@ pub fn write_header(plan: &RectPlan, out: &mut Vec<u8>) {
             out.extend_from_slice(&(x as u16).to_le_bytes());
         }
     };
-    out.extend_from_slice(&(plan.moves.len() as u16).to_le_bytes());
+    let flag = if plan.planes > 0 { PREDICTED } else { 0 };
+    out.extend_from_slice(&(plan.moves.len() as u16 | flag).to_le_bytes());
     out.extend_from_slice(&(plan.patches.len() as u16).to_le_bytes());
     for m in &plan.moves {
         let r = m.to;
@@ -85,12 +114,23 @@ pub fn write_header(plan: &RectPlan, out: &mut Vec<u8>) {
     for r in &plan.patches {
         u16s(out, &[r.x, r.y, r.w, r.h]);
     }
+    if plan.planes > 0 {
+        out.extend_from_slice(&(plan.predicted.len() as u16).to_le_bytes());
+        out.push(plan.planes as u8);
+        for p in &plan.predicted {
+            let r = p.rect;
+            u16s(out, &[r.x, r.y, r.w, r.h]);
+            out.push(p.mode as u8);
+        }
+    }
 }
 
 /// Parses and bounds-checks a header for a `width` × `height` picture: every rectangle and
 /// every move's source inside the picture, at most [`MAX_MOVES`] moves and `height` patches,
-/// and patches of at most a picture's worth of pixels together. Returns the plan and where the
-/// pixel block starts.
+/// and patches of at most a picture's worth of pixels together; predicted rectangles (if bit 15
+/// of `nmoves` is set) in 1 or 3 planes that divide the height, at most a plane's rows of them,
+/// inside the first plane and at most a plane's pixels together. Returns the plan and where
+/// the pixel block starts.
 pub fn parse_header(
     payload: &[u8],
     width: usize,
@@ -103,14 +143,15 @@ pub fn parse_header(
             .map(|b| u16::from_le_bytes([b[0], b[1]]))
             .ok_or_else(|| bad("truncated header"))
     };
-    let (nmoves, npatches) = (u16_at(0)? as usize, u16_at(2)? as usize);
+    let (first, npatches) = (u16_at(0)?, u16_at(2)? as usize);
+    let nmoves = (first & !PREDICTED) as usize;
     if nmoves > MAX_MOVES {
         return Err(bad("too many moves"));
     }
     if npatches > height {
         return Err(bad("more patches than rows"));
     }
-    let rect = |o: usize| -> Result<Rect, CodecError> {
+    let rect_in = |o: usize, height: usize| -> Result<Rect, CodecError> {
         let r = Rect {
             x: u16_at(o)? as u32,
             y: u16_at(o + 2)? as u32,
@@ -123,6 +164,7 @@ pub fn parse_header(
             .then_some(r)
             .ok_or_else(|| bad("an empty rectangle or one outside the picture"))
     };
+    let rect = |o: usize| rect_in(o, height);
     let mut plan = RectPlan::default();
     let mut at = 4;
     for _ in 0..nmoves {
@@ -145,6 +187,41 @@ pub fn parse_header(
         }
         plan.patches.push(r);
         at += PATCH_LEN;
+    }
+    if first & PREDICTED != 0 {
+        let npred = u16_at(at)? as usize;
+        let planes = *payload.get(at + 2).ok_or_else(|| bad("truncated header"))? as usize;
+        if !(planes == 1 || planes == 3) || !height.is_multiple_of(planes) {
+            return Err(bad(
+                "predicted rectangles in other than 1 or 3 planes of the picture",
+            ));
+        }
+        let ph = height / planes;
+        if npred > ph {
+            return Err(bad("more predicted rectangles than rows"));
+        }
+        at += 3;
+        let mut area = 0usize;
+        for _ in 0..npred {
+            let rect = rect_in(at, ph)?;
+            area += rect.area();
+            if area > width * ph {
+                return Err(bad("predicted rectangles larger than the picture"));
+            }
+            let mode = match (payload.get(at + 8), planes) {
+                (Some(0), _) => crate::predict::Mode::Neighbours,
+                (Some(1), 3) => crate::predict::Mode::Cache,
+                (None, _) => return Err(bad("truncated header")),
+                _ => {
+                    return Err(bad(
+                        "a predicted rectangle's mode unknown or without colour",
+                    ))
+                }
+            };
+            plan.predicted.push(Predicted { rect, mode });
+            at += PREDICTED_LEN;
+        }
+        plan.planes = planes;
     }
     Ok((plan, at))
 }
@@ -422,10 +499,13 @@ fn patch((y0, n, x0, x1): (usize, usize, usize, usize)) -> Rect {
 pub struct Scratch {
     xor: Vec<u8>,
     block: Vec<u8>,
+    residuals: crate::predict::Residuals,
 }
 
 /// Encodes `cur` against `prev` (both `width` wide, with their row hashes) with `moves` into
-/// `out`; returns the plan. Rows no move touches are compared by hash first.
+/// `out`; returns the plan. Rows no move touches are compared by hash first. With `predict`
+/// (the pictures' plane count; 0 for none), large patches of the first plane whose pixels
+/// predict from their neighbours in fewer bits than their XOR go as predicted rectangles.
 #[allow(clippy::too_many_arguments)]
 pub fn encode(
     prev: &[u8],
@@ -435,22 +515,58 @@ pub fn encode(
     cur_hashes: &[u64],
     moves: Vec<Move>,
     codec: BlockCodec,
+    predict: usize,
     s: &mut Scratch,
     out: &mut Vec<u8>,
 ) -> Result<RectPlan, CodecError> {
     let mut reference = Reference::new(prev, width, &moves);
-    let patches = plan_patches(&mut reference, cur, width, Some((prev_hashes, cur_hashes)));
+    let mut patches = plan_patches(&mut reference, cur, width, Some((prev_hashes, cur_hashes)));
+    let h = cur.len().checked_div(width).unwrap_or(0);
+    let mut predicted = Vec::new();
+    s.residuals.clear();
+    if predict > 0 && h.is_multiple_of(predict) {
+        let mut with = patches.clone();
+        predicted = crate::predict::choose(
+            &mut reference,
+            cur,
+            width,
+            predict,
+            &mut with,
+            &mut s.residuals,
+        );
+        // Tiles left as XOR patches stay far below the bound; should they not, no prediction.
+        if with.len() <= h {
+            patches = with;
+        } else {
+            predicted.clear();
+            s.residuals.clear();
+        }
+    }
+    let footprints =
+        crate::predict::Footprints::new(&predicted, h.checked_div(predict).unwrap_or(0));
     s.xor.resize(patches.iter().map(Rect::area).sum(), 0);
     let mut off = 0;
     for r in &patches {
         let (x, w) = (r.x as usize, r.w as usize);
         for y in r.y as usize..(r.y + r.h) as usize {
             let c = &cur[y * width + x..y * width + x + w];
-            crate::delta::xor_into(&reference.row(y)[x..x + w], c, &mut s.xor[off..off + w]);
+            let xor = &mut s.xor[off..off + w];
+            crate::delta::xor_into(&reference.row(y)[x..x + w], c, xor);
+            // What a predicted rectangle replaces afterwards needs no XOR: zeros cost nothing.
+            footprints.clear(y, x, xor);
             off += w;
         }
     }
-    let plan = RectPlan { moves, patches };
+    let planes = if predicted.is_empty() { 0 } else { predict };
+    for bytes in s.residuals.bytes(planes) {
+        s.xor.extend_from_slice(bytes);
+    }
+    let plan = RectPlan {
+        moves,
+        patches,
+        predicted,
+        planes,
+    };
     out.clear();
     out.reserve(plan.header_len());
     write_header(&plan, out);

@@ -18,7 +18,11 @@ fn every_moved_rectangle_vector_applies_exactly() {
     let cases: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
     let cases = cases.as_array().unwrap();
-    assert_eq!(cases.len(), 5);
+    assert_eq!(cases.len(), 9);
+    let predicted = cases
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap().starts_with("predicted-"));
+    assert_eq!(predicted.count(), 4);
     for c in cases {
         let name = c["name"].as_str().unwrap();
         let (w, h) = (
@@ -57,9 +61,9 @@ fn every_moved_rectangle_vector_applies_exactly() {
         let (plan, _) =
             framewire_codec::rects::parse_header(&body[30..], w as usize, h as usize).unwrap();
         assert_eq!(
-            plan.patch_bytes(),
+            plan.block_bytes(),
             raw_len,
-            "{name}: raw_len is the patches' size"
+            "{name}: raw_len is the patches' and predicted rectangles' size"
         );
     }
 }

@@ -66,6 +66,26 @@ fn decode(pic: &mut Picture, kind: EncodedKind, codec: BlockCodec, out: &[u8]) {
     pic.apply();
 }
 
+/// `cur` through the encoder and into the viewer's picture: an error says what differs.
+fn round_trip(
+    e: &mut HostEncoder,
+    pic: &mut Picture,
+    cur: &[u8],
+    w: usize,
+    codec: BlockCodec,
+) -> Result<(), String> {
+    let (mut hashes, mut out) = (Vec::new(), Vec::new());
+    row_hashes(cur, w, &mut hashes);
+    let (enc, _) = e
+        .encode_hashed(Arc::new(cur.to_vec()), w, &hashes, &mut out)
+        .unwrap();
+    decode(pic, enc.kind, codec, &out);
+    match (pic.equals(cur), pic.checksum() == picture_checksum(cur, w)) {
+        (true, true) => Ok(()),
+        (same, checksum) => Err(format!("picture equal {same}, checksum equal {checksum}")),
+    }
+}
+
 type Step = ((usize, usize, usize, usize), i32, i32, Vec<(usize, u8)>);
 
 fn step() -> impl Strategy<Value = Step> {
@@ -86,19 +106,13 @@ proptest! {
         let codec = if lz4 { BlockCodec::Lz4 } else { BlockCodec::Raw };
         let mut e = HostEncoder::new(codec, 0).with_rects(true);
         let mut pic = Picture::new(w as u32, h as u32);
-        let mut out = Vec::new();
         let mut cur = page(w, h, seed);
-        let mut hashes = Vec::new();
         for (i, (r, dx, dy, edits)) in std::iter::once(((0, 0, 0, 0), 0, 0, vec![])).chain(steps).enumerate() {
             if i > 0 {
                 cur = moved(&cur, w, h, r, dx, dy);
                 for (at, v) in edits { cur[at] = v; }
             }
-            row_hashes(&cur, w, &mut hashes);
-            let (enc, _) = e.encode_hashed(Arc::new(cur.clone()), w, &hashes, &mut out).unwrap();
-            decode(&mut pic, enc.kind, codec, &out);
-            prop_assert!(pic.equals(&cur), "picture {} differs", i);
-            prop_assert_eq!(pic.checksum(), picture_checksum(&cur, w));
+            round_trip(&mut e, &mut pic, &cur, w, codec).map_err(|m| TestCaseError::fail(format!("picture {i}: {m}")))?;
         }
     }
 
@@ -125,7 +139,7 @@ proptest! {
         if d > 0 {
             let y = if shift_first < 0 { d } else { 0 };
             let m = Move { to: Rect { x: 0, y, w: w as u32, h: h as u32 - d }, dx: 0, dy: shift_first };
-            let plan = RectPlan { moves: vec![m], patches: vec![] };
+            let plan = RectPlan { moves: vec![m], ..Default::default() };
             apply(&mut pic, &plan, &[]);
             let before = model.clone();
             rects::apply_moves(&mut model, &before, w, &plan.moves);
@@ -147,7 +161,7 @@ proptest! {
         let mut data = Vec::new();
         for (x, y, rw, rh, v) in patches {
             let r = clip(x, y, rw, rh);
-            if plan.patch_bytes() + r.area() > w * h {
+            if plan.block_bytes() + r.area() > w * h {
                 continue; // patches may hold a picture's worth of pixels at most
             }
             data.extend((0..r.area()).map(|i| v.wrapping_add(i as u8)));
@@ -277,4 +291,207 @@ fn a_few_changed_rows_look_for_nothing() {
     }
     let moves = Finder::default().find(&prev, &cur, w, &hashes_of(&prev, w), &hashes_of(&cur, w));
     assert!(moves.is_empty());
+}
+
+/// A moving picture in rectangle `r` of every plane (`planes` stacked, `ph` rows each): smooth
+/// gradients that turn and zoom with `k`, so no move lines two frames up and an XOR saves
+/// nothing, but nearly every pixel follows from its neighbours; `noise` adds a random byte to
+/// some pixels, as a video's grain.
+fn photo(
+    p: &mut [u8],
+    w: usize,
+    ph: usize,
+    planes: usize,
+    r: (usize, usize, usize, usize),
+    k: usize,
+    noise: u64,
+) {
+    let (x0, y0, rw, rh) = r;
+    let mut s = noise | 1;
+    for plane in 0..planes {
+        for y in y0..(y0 + rh).min(ph) {
+            for x in x0..(x0 + rw).min(w) {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let grain = if noise != 0 && s.is_multiple_of(5) {
+                    (s >> 8) as usize % 9
+                } else {
+                    0
+                };
+                let v = x * (k + 1 + plane) + y * (2 + plane) + x * x / (7 + k) + grain;
+                p[(plane * ph + y) * w + x] = v as u8;
+            }
+        }
+    }
+}
+
+/// Every plane's rectangle `r` moved by (dx, dy), as [`moved`] does to a grey picture.
+fn moved_planes(
+    p: &[u8],
+    w: usize,
+    ph: usize,
+    planes: usize,
+    r: (usize, usize, usize, usize),
+    dx: i32,
+    dy: i32,
+) -> Vec<u8> {
+    let n = w * ph;
+    (0..planes)
+        .flat_map(|k| moved(&p[k * n..(k + 1) * n], w, ph, r, dx, dy))
+        .collect()
+}
+
+/// Whether an encoded moved-rectangle delta carries predicted rectangles.
+fn predicted_in(out: &[u8], w: usize, h: usize) -> usize {
+    rects::parse_header(out, w, h).map_or(0, |(p, _)| p.predicted.len())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Pages moved, and moving pictures in random rectangles, with predicted rectangles on, in
+    /// grey and in colour: every picture decodes exactly.
+    #[test]
+    fn moving_pictures_with_predicted_rectangles_decode_exactly(
+        seed in any::<u64>(),
+        colour in any::<bool>(),
+        steps in proptest::collection::vec((step(), (0usize..96, 0usize..80, 8usize..96, 8usize..80), any::<u64>()), 1..6),
+        zstd in any::<bool>(),
+    ) {
+        let (w, ph) = (96usize, 80usize);
+        let planes = if colour { 3 } else { 1 };
+        let codec = if zstd { BlockCodec::Zstd(1) } else { BlockCodec::Lz4 };
+        let mut e = HostEncoder::new(codec, 0).with_rects(true).with_predicted(true).with_planes(planes);
+        let mut pic = Picture::new(w as u32, (ph * planes) as u32);
+        let mut cur: Vec<u8> = (0..planes).flat_map(|k| page(w, ph, seed ^ k as u64)).collect();
+        for i in 0..=steps.len() {
+            if i > 0 {
+                let ((r, dx, dy, edits), film, noise) = &steps[i - 1];
+                cur = moved_planes(&cur, w, ph, planes, *r, *dx, *dy);
+                for (at, v) in edits { cur[*at] = *v; }
+                photo(&mut cur, w, ph, planes, *film, i, *noise);
+            }
+            round_trip(&mut e, &mut pic, &cur, w, codec).map_err(|m| TestCaseError::fail(format!("picture {i}: {m}")))?;
+        }
+    }
+}
+
+/// A moving picture over half the screen goes as predicted rectangles, in grey and in colour,
+/// and costs under two thirds of its bytes as XOR patches; every picture decodes exactly either
+/// way.
+#[test]
+fn a_moving_picture_goes_predicted_and_costs_less() {
+    let (w, ph) = (320usize, 240usize);
+    for planes in [1, 3] {
+        let (mut bytes, mut predicted) = ([0usize; 2], 0);
+        for (n, on) in [false, true].into_iter().enumerate() {
+            let codec = BlockCodec::Zstd(1);
+            let mut e = HostEncoder::new(codec, 0)
+                .with_rects(true)
+                .with_predicted(on)
+                .with_planes(planes);
+            let mut pic = Picture::new(w as u32, (ph * planes) as u32);
+            let (mut out, mut hashes) = (Vec::new(), Vec::new());
+            let mut cur: Vec<u8> = (0..planes)
+                .flat_map(|k| page(w, ph, 7 + k as u64))
+                .collect();
+            for k in 0..8 {
+                photo(
+                    &mut cur,
+                    w,
+                    ph,
+                    planes,
+                    (40, 30, 200, 160),
+                    k,
+                    11 + k as u64,
+                );
+                row_hashes(&cur, w, &mut hashes);
+                let (enc, _) = e
+                    .encode_hashed(Arc::new(cur.clone()), w, &hashes, &mut out)
+                    .unwrap();
+                decode(&mut pic, enc.kind, codec, &out);
+                assert!(
+                    pic.equals(&cur),
+                    "{planes} planes, predicted {on}: picture {k} differs"
+                );
+                if k > 0 {
+                    assert_eq!(enc.kind, EncodedKind::RectDelta);
+                    bytes[n] += out.len();
+                    predicted += usize::from(on) * predicted_in(&out, w, ph * planes);
+                }
+            }
+        }
+        assert!(
+            predicted >= 7 * 12,
+            "{planes} planes: only {predicted} predicted rectangles in 7 frames"
+        );
+        assert!(
+            3 * bytes[1] < 2 * bytes[0],
+            "{planes} planes: {} bytes predicted, {} as XOR",
+            bytes[1],
+            bytes[0]
+        );
+    }
+}
+
+/// Predicted sections refused before anything is applied: wrong plane counts, too many
+/// rectangles, one outside the first plane, areas beyond a plane, unknown modes, the colour
+/// cache without colour, a truncated list.
+#[test]
+fn hostile_predicted_headers_are_refused() {
+    let h = |v: &[u16], tail: &[u8]| {
+        let mut b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        b.extend_from_slice(tail);
+        b
+    };
+    let pred = |x: u16, y: u16, w: u16, hh: u16, mode: u8| {
+        let mut e: Vec<u8> = [x, y, w, hh].iter().flat_map(|v| v.to_le_bytes()).collect();
+        e.push(mode);
+        e
+    };
+    let ok = [&[1u8, 0, 3][..], &pred(0, 0, 10, 4, 1)].concat();
+    let (plan, at) = rects::parse_header(&h(&[0x8000, 0], &ok), 10, 12).unwrap();
+    assert_eq!(
+        (plan.planes, plan.predicted.len(), at, plan.block_bytes()),
+        (3, 1, 16, 120)
+    );
+    assert_eq!(
+        plan.predicted[0].mode,
+        framewire_codec::predict::Mode::Cache
+    );
+    assert!(rects::has_predicted(&h(&[0x8000, 0], &ok)));
+    assert!(!rects::has_predicted(&h(&[1, 0], &[])));
+    let one = pred(0, 0, 1, 1, 0);
+    for (why, n, planes, entries, height) in [
+        ("two planes", 1, 2, one.clone(), 12),
+        ("no planes", 1, 0, one.clone(), 12),
+        ("planes not dividing the height", 1, 3, one.clone(), 10),
+        (
+            "more rectangles than a plane's rows",
+            5,
+            3,
+            one.repeat(5),
+            12,
+        ),
+        ("outside the first plane", 1, 3, pred(0, 3, 1, 2, 0), 12),
+        ("empty", 1, 3, pred(0, 0, 0, 1, 0), 12),
+        (
+            "beyond a plane's pixels",
+            2,
+            3,
+            pred(0, 0, 10, 4, 0).repeat(2),
+            12,
+        ),
+        ("an unknown mode", 1, 3, pred(0, 0, 1, 1, 2), 12),
+        ("the colour cache in grey", 1, 1, pred(0, 0, 1, 1, 1), 12),
+        ("truncated list", 2, 3, one.clone(), 12),
+        ("truncated mode", 1, 3, one[..8].to_vec(), 12),
+    ] {
+        let tail = [&[n, 0, planes][..], &entries].concat();
+        let refused = rects::parse_header(&h(&[0x8000, 0], &tail), 10, height).is_err();
+        assert!(refused, "{why}");
+    }
+    let truncated = rects::parse_header(&h(&[0x8000, 0], &[1]), 10, 12);
+    assert!(truncated.is_err(), "truncated count");
 }

@@ -65,10 +65,11 @@ impl ColourStage {
             return;
         }
         let (w, h) = (captured.width, captured.height);
-        let codec = m.cfg.codec;
+        let (codec, predicted) = (m.cfg.codec, m.cfg.predicted_rects);
         let encoder = self.encoder.get_or_insert_with(|| {
             HostEncoder::new(codec, 0)
                 .with_rects(true)
+                .with_predicted(predicted)
                 .with_planes(PLANES)
         });
         let same_size = self

@@ -39,6 +39,9 @@ pub struct MirrorConfig {
     /// With row deltas on: moved-rectangle deltas instead (viewers that do not declare them
     /// get full-frame deltas).
     pub moved_rects: bool,
+    /// Moved-rectangle deltas may carry predicted rectangles (viewers that do not declare them
+    /// get a full-frame delta for such a frame).
+    pub predicted_rects: bool,
     pub limit: InflightLimit,
     pub ack_timeout_us: u64,
     /// Appends `protocol viewer wire_seq checksum` for every frame sent.
@@ -58,6 +61,7 @@ impl Default for MirrorConfig {
             keyframe_interval: 60,
             row_deltas: true,
             moved_rects: true,
+            predicted_rects: true,
             limit: InflightLimit::default(),
             ack_timeout_us: 2_000_000,
             trace_frames: None,

@@ -504,7 +504,9 @@ impl CaptureLoop {
 
 /// An encoder with nothing before it: its next picture is a keyframe.
 fn fresh_encoder(cfg: &crate::MirrorConfig) -> HostEncoder {
-    HostEncoder::new(cfg.codec, 0).with_rects(cfg.moved_rects)
+    HostEncoder::new(cfg.codec, 0)
+        .with_rects(cfg.moved_rects)
+        .with_predicted(cfg.predicted_rects)
 }
 
 /// The shared payload of an encoded picture; a delta's base becomes the new content's base, and

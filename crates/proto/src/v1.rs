@@ -34,8 +34,17 @@ pub mod caps {
     /// a frame keeps its picture and the host sends the next delta against one it acknowledged
     /// (ACK status 3): for transports that may drop frames (QUIC).
     pub const NAMED_BASES: u32 = 1 << 6;
-    pub const ALL: u32 =
-        LZ4 | ZSTD | UNCHANGED | CHECKSUM_XXH3 | MOVED_RECTS | COLOUR | NAMED_BASES;
+    /// Moved-rectangle deltas may carry predicted rectangles (bit 15 of `nmoves`): pixels
+    /// coded from their neighbours, for a video or a photograph where an XOR saves nothing.
+    pub const PREDICTED_RECTS: u32 = 1 << 7;
+    pub const ALL: u32 = LZ4
+        | ZSTD
+        | UNCHANGED
+        | CHECKSUM_XXH3
+        | MOVED_RECTS
+        | COLOUR
+        | NAMED_BASES
+        | PREDICTED_RECTS;
 }
 
 pub mod kind {

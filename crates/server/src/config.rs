@@ -45,6 +45,8 @@ pub struct ServerConfig {
     pub row_deltas: bool,
     /// Moved-rectangle deltas for the viewers that declare them (with row deltas on).
     pub moved_rects: bool,
+    /// Predicted rectangles in them, for the viewers that declare those too.
+    pub predicted_rects: bool,
     pub limit: InflightLimit,
     pub ack_timeout_us: u64,
     pub control_socket: Option<PathBuf>,
@@ -180,6 +182,7 @@ impl Default for ServerConfig {
             keyframe_interval: 60,
             row_deltas: true,
             moved_rects: true,
+            predicted_rects: true,
             limit: InflightLimit::default(),
             ack_timeout_us: 2_000_000,
             control_socket: None,
@@ -216,6 +219,7 @@ impl ServerConfig {
             keyframe_interval: self.keyframe_interval,
             row_deltas: self.row_deltas,
             moved_rects: self.moved_rects,
+            predicted_rects: self.predicted_rects,
             limit: self.limit,
             ack_timeout_us: self.ack_timeout_us,
             trace_frames: self.trace_frames.clone(),

@@ -240,7 +240,7 @@ impl SourceFrame {
             let plan = m.make(pair, codec, &mut out).expect(BOUNDED);
             return Rebased {
                 payload: Bytes::from(out),
-                raw_len: plan.patch_bytes(),
+                raw_len: plan.block_bytes(),
                 form: DeltaForm::Rects,
             };
         }

@@ -283,6 +283,7 @@ impl<W: Wire> HostSession<W> {
                 flow = flow.with_stall_probes();
             }
         }
+        let moved = RectDeltaMaker::default().with_predicted(wire.predicted());
         HostSession {
             wire,
             reader,
@@ -299,6 +300,7 @@ impl<W: Wire> HostSession<W> {
             done: false,
             bases: Retained {
                 prefer_acknowledged: cfg.frames_may_be_lost,
+                moved: Arc::new(Mutex::new(moved)),
                 ..Retained::default()
             },
         }

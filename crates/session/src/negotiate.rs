@@ -16,6 +16,9 @@ pub struct Negotiated {
     /// The viewer applies moved-rectangle deltas; without them it gets full-frame deltas when
     /// the shared payload is one.
     pub rects: bool,
+    /// The viewer applies predicted rectangles in moved-rectangle deltas; without them it gets
+    /// a full-frame delta when the shared payload has some.
+    pub predicted: bool,
     /// The viewer asked for colour (and the host has it): its stream is the colour one.
     pub colour: bool,
     /// Its deltas name their base: it keeps its picture when a frame is lost, and gets a
@@ -45,6 +48,7 @@ pub fn negotiate(preferred: Codec, host_caps: u32, viewer_caps: u32) -> Negotiat
         caps: both,
         unchanged: both & caps::UNCHANGED != 0,
         rects: both & caps::MOVED_RECTS != 0,
+        predicted: both & caps::PREDICTED_RECTS != 0,
         colour: both & caps::COLOUR != 0,
         named_bases: both & caps::NAMED_BASES != 0,
     }

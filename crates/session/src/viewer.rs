@@ -561,7 +561,7 @@ impl ViewerSession {
             );
             framewire_codec::rects::parse_header(payload, w, ht)
                 .ok()
-                .filter(|(plan, _)| plan.patch_bytes() == h.raw_len as usize)
+                .filter(|(plan, _)| plan.block_bytes() == h.raw_len as usize)
                 .and_then(|_| self.picture.decode_rects(codec, payload).ok())
         } else if h.raw_len as usize != self.picture.len() {
             None

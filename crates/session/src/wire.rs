@@ -67,6 +67,10 @@ pub trait Wire: Send + 'static {
     fn rects(&self) -> bool {
         false
     }
+    /// Whether those deltas may carry predicted rectangles.
+    fn predicted(&self) -> bool {
+        false
+    }
     /// `delta`, made for this viewer against the picture whose checksum is `base` (only when
     /// [`Wire::names_bases`]).
     fn rebased(

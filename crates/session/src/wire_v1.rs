@@ -36,6 +36,8 @@ pub struct V1Wire {
     pub unchanged: bool,
     /// It applies moved-rectangle deltas.
     pub rects: bool,
+    /// It applies predicted rectangles in them.
+    pub predicted: bool,
     /// Its deltas name their base.
     pub named_bases: bool,
 }
@@ -46,6 +48,7 @@ impl V1Wire {
             codec: codec_from_wire(n.codec),
             unchanged: n.unchanged,
             rects: n.rects,
+            predicted: n.predicted,
             named_bases: n.named_bases,
         }
     }
@@ -70,9 +73,13 @@ impl V1Wire {
 
     /// The frame's shared payloads are in this viewer's codec and a form it reads.
     fn shares(&self, f: &SourceFrame) -> bool {
-        let form = f.shared_delta().map(|(_, form)| form);
-        codec_to_wire(f.codec) == codec_to_wire(self.codec)
-            && (self.rects || form != Some(DeltaForm::Rects))
+        let readable = match f.shared_delta() {
+            Some((p, DeltaForm::Rects)) => {
+                self.rects && (self.predicted || !framewire_codec::rects::has_predicted(p))
+            }
+            _ => true,
+        };
+        codec_to_wire(f.codec) == codec_to_wire(self.codec) && readable
     }
 }
 
@@ -125,7 +132,7 @@ fn data_len(payload: &[u8], form: DeltaForm, f: &SourceFrame) -> usize {
             framewire_codec::rows::parse_header(payload, h).map_or(0, |p| p.plan.rows() * w)
         }
         DeltaForm::Rects => {
-            framewire_codec::rects::parse_header(payload, w, h).map_or(0, |p| p.0.patch_bytes())
+            framewire_codec::rects::parse_header(payload, w, h).map_or(0, |p| p.0.block_bytes())
         }
     }
 }
@@ -185,6 +192,10 @@ impl Wire for V1Wire {
 
     fn rects(&self) -> bool {
         self.rects
+    }
+
+    fn predicted(&self) -> bool {
+        self.predicted
     }
 
     fn rebased(&mut self, f: &SourceFrame, base: u64, d: Rebased, out: &mut BytesMut) -> Outgoing {

@@ -48,34 +48,53 @@ export interface Rect {
   h: number;
 }
 
-/** A moved-rectangle delta's header: moves (`to` takes the old pixels at `to` + (dx, dy)), then patches. */
+/**
+ * A predicted rectangle: mode 0 predicts every plane from its neighbours; mode 1 (colour only)
+ * predicts planes 1 and 2 from the colour cache where set.
+ */
+export interface PredictedRect extends Rect {
+  mode: number;
+}
+
+/**
+ * A moved-rectangle delta's header: moves (`to` takes the old pixels at `to` + (dx, dy)), then
+ * patches, then (bit 15 of nmoves) predicted rectangles, in the first of `planes` stacked planes.
+ */
 export interface RectPlan {
   moves: Array<{ to: Rect; dx: number; dy: number }>;
   patches: Rect[];
+  /** Predicted rectangles (empty without bit 15), each in plane 0: y + h ≤ height / planes. */
+  predicted: PredictedRect[];
+  /** 1 (grey) or 3 (colour) with predicted rectangles; 1 without. */
+  planes: number;
   headerLen: number;
 }
 
 export const MAX_MOVES = 64;
+/** Bit 15 of nmoves: predicted rectangles follow the patches. */
+export const PREDICTED_BIT = 0x8000;
 
 export function parseRectPlan(payload: Uint8Array, width: number, height: number, rawLen: number): RectPlan {
   if (payload.length < 4) throw new DecodeError("moved-rectangle delta shorter than its header");
   const v = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
-  const nMoves = v.getUint16(0, true);
+  const nMovesField = v.getUint16(0, true);
+  const hasPredicted = (nMovesField & PREDICTED_BIT) !== 0;
+  const nMoves = nMovesField & ~PREDICTED_BIT;
   const nPatches = v.getUint16(2, true);
   if (nMoves > MAX_MOVES) throw new DecodeError(`${nMoves} moves (at most ${MAX_MOVES})`);
   if (nPatches > height) throw new DecodeError(`${nPatches} patches for ${height} rows`);
-  const headerLen = 4 + nMoves * 12 + nPatches * 8;
+  let headerLen = 4 + nMoves * 12 + nPatches * 8;
   if (payload.length < headerLen) throw new DecodeError("moved-rectangle delta shorter than its rectangles");
-  const rect = (o: number): Rect => {
+  const rect = (o: number, rows: number): Rect => {
     const r = { x: v.getUint16(o, true), y: v.getUint16(o + 2, true), w: v.getUint16(o + 4, true), h: v.getUint16(o + 6, true) };
-    if (r.w === 0 || r.h === 0 || r.x + r.w > width || r.y + r.h > height)
+    if (r.w === 0 || r.h === 0 || r.x + r.w > width || r.y + r.h > rows)
       throw new DecodeError("an empty rectangle or one outside the picture");
     return r;
   };
   const moves: RectPlan["moves"] = [];
   for (let i = 0; i < nMoves; i++) {
     const o = 4 + i * 12;
-    const to = rect(o);
+    const to = rect(o, height);
     const dx = v.getInt16(o + 8, true);
     const dy = v.getInt16(o + 10, true);
     if (to.x + dx < 0 || to.y + dy < 0 || to.x + dx + to.w > width || to.y + dy + to.h > height)
@@ -85,13 +104,39 @@ export function parseRectPlan(payload: Uint8Array, width: number, height: number
   const patches: Rect[] = [];
   let area = 0;
   for (let i = 0; i < nPatches; i++) {
-    const r = rect(4 + nMoves * 12 + i * 8);
+    const r = rect(4 + nMoves * 12 + i * 8, height);
     area += r.w * r.h;
     if (area > width * height) throw new DecodeError("patches larger than the picture");
     patches.push(r);
   }
-  if (area !== rawLen) throw new DecodeError(`moved-rectangle delta raw_len ${rawLen} is not its patches' ${area}`);
-  return { moves, patches, headerLen };
+  const predicted: PredictedRect[] = [];
+  let planes = 1;
+  let predArea = 0;
+  if (hasPredicted) {
+    if (payload.length < headerLen + 3) throw new DecodeError("moved-rectangle delta shorter than its predicted header");
+    const nPred = v.getUint16(headerLen, true);
+    planes = v.getUint8(headerLen + 2);
+    if (planes !== 1 && planes !== 3) throw new DecodeError(`${planes} planes (1 or 3)`);
+    if (height % planes !== 0) throw new DecodeError(`${planes} planes do not divide ${height} rows`);
+    const planeRows = height / planes;
+    if (nPred > planeRows) throw new DecodeError(`${nPred} predicted rectangles for ${planeRows} rows`);
+    const at = headerLen + 3;
+    headerLen = at + nPred * 9;
+    if (payload.length < headerLen) throw new DecodeError("moved-rectangle delta shorter than its predicted rectangles");
+    for (let i = 0; i < nPred; i++) {
+      const r = rect(at + i * 9, planeRows);
+      const mode = v.getUint8(at + i * 9 + 8);
+      if (mode > 1 || (mode === 1 && planes !== 3))
+        throw new DecodeError(`predicted rectangle mode ${mode} with ${planes} planes`);
+      predArea += r.w * r.h;
+      if (predArea > width * planeRows) throw new DecodeError("predicted rectangles larger than a plane");
+      predicted.push({ ...r, mode });
+    }
+  }
+  const want = area + planes * predArea;
+  if (want !== rawLen)
+    throw new DecodeError(`moved-rectangle delta raw_len ${rawLen} is not its patches' and predicted rectangles' ${want}`);
+  return { moves, patches, predicted, planes, headerLen };
 }
 
 /** A copy of a picture, kept so a later delta may name it as its base. */
@@ -114,6 +159,9 @@ export class Picture {
   private scratch = new Uint8Array(0);
   /** The picture before a moved-rectangle delta's moves, which all read from it. */
   private before = new Uint8Array(0);
+  /** The colour cache of predicted rectangles (-1 = empty), emptied for each frame that uses it. */
+  private t1: Int16Array | null = null;
+  private t2: Int16Array | null = null;
 
   constructor(readonly width: number, readonly height: number) {
     this.data = new Uint8Array(width * height);
@@ -201,7 +249,8 @@ export class Picture {
   }
 
   /**
-   * Moves (each reads the picture as it was before the first), then patches XORed in order.
+   * Moves (each reads the picture as it was before the first), then patches XORed in order,
+   * then predicted rectangles replacing their pixels in every plane.
    * A single move that is the whole picture shifted vertically moves the ring's top instead.
    */
   private applyRects(plan: RectPlan, x: Uint8Array): void {
@@ -234,11 +283,93 @@ export class Picture {
         touched[y] = 1;
       }
     }
+    if (plan.predicted.length > 0) this.applyPredicted(plan, x, off, touched);
     for (let y = 0; y < h; y++) {
       if (!touched[y]) continue;
       const s = this.slot(y);
       hashInto(this.data.subarray(s * w, (s + 1) * w), this.hashes, y * 8);
       this.dirty[s] = 1;
+    }
+  }
+
+  /**
+   * Each predicted rectangle in order replaces its pixels in every plane: row by row, left to
+   * right, each pixel's planes 0, 1, 2; the spatial prediction is JPEG-LS's median edge
+   * detector over the rectangle's own decoded pixels (0 at its corner, left in its first row,
+   * above in its first column). In mode 1, planes 1 and 2 predict from the colour cache T1[g]
+   * and T2[256 g + v] when set; in mode 0 from the spatial prediction. Every colour pixel
+   * updates T1 and T2, whatever its rectangle's mode. Residuals start at `off` in `x`: plane by
+   * plane, rectangle by rectangle, row by row. Every row written is marked in `touched`.
+   */
+  private applyPredicted(plan: RectPlan, x: Uint8Array, off: number, touched: Uint8Array): void {
+    const w = this.width;
+    const d = this.data;
+    const ph = this.height / plan.planes;
+    let total = 0;
+    for (const r of plan.predicted) total += r.w * r.h;
+    let t1 = this.t1;
+    let t2 = this.t2;
+    if (plan.planes === 3) {
+      t1 = this.t1 ??= new Int16Array(256);
+      t2 = this.t2 ??= new Int16Array(65536);
+      t1.fill(-1);
+      t2.fill(-1);
+    }
+    let start = off;
+    for (const r of plan.predicted) {
+      const rw = r.w;
+      const cache = r.mode === 1;
+      for (let i = 0; i < r.h; i++) {
+        const y = r.y + i;
+        const first = i === 0;
+        // Where the rectangle's rows i and i - 1 start in the ring, plane by plane.
+        const row0 = this.slot(y) * w + r.x;
+        const up0 = first ? row0 : this.slot(y - 1) * w + r.x;
+        const res0 = start + i * rw;
+        touched[y] = 1;
+        if (plan.planes === 1 || t1 === null || t2 === null) {
+          let a = 0;
+          let c = 0;
+          for (let j = 0; j < rw; j++) {
+            const b = first ? 0 : d[up0 + j]!;
+            a = (spatial(first, j, a, b, c) + x[res0 + j]!) & 255;
+            d[row0 + j] = a;
+            c = b;
+          }
+          continue;
+        }
+        const row1 = this.slot(ph + y) * w + r.x;
+        const up1 = first ? row1 : this.slot(ph + y - 1) * w + r.x;
+        const row2 = this.slot(2 * ph + y) * w + r.x;
+        const up2 = first ? row2 : this.slot(2 * ph + y - 1) * w + r.x;
+        const res1 = res0 + total;
+        const res2 = res1 + total;
+        touched[ph + y] = 1;
+        touched[2 * ph + y] = 1;
+        let a0 = 0, a1 = 0, a2 = 0, c0 = 0, c1 = 0, c2 = 0;
+        for (let j = 0; j < rw; j++) {
+          let b0 = 0, b1 = 0, b2 = 0;
+          if (!first) {
+            b0 = d[up0 + j]!;
+            b1 = d[up1 + j]!;
+            b2 = d[up2 + j]!;
+          }
+          const g = (spatial(first, j, a0, b0, c0) + x[res0 + j]!) & 255;
+          d[row0 + j] = g;
+          const p1 = cache ? t1[g]! : -1;
+          const v = ((p1 >= 0 ? p1 : spatial(first, j, a1, b1, c1)) + x[res1 + j]!) & 255;
+          d[row1 + j] = v;
+          t1[g] = v;
+          const k2 = (g << 8) | v;
+          const p2 = cache ? t2[k2]! : -1;
+          const u = ((p2 >= 0 ? p2 : spatial(first, j, a2, b2, c2)) + x[res2 + j]!) & 255;
+          d[row2 + j] = u;
+          t2[k2] = u;
+          a0 = g; a1 = v; a2 = u;
+          c0 = b0; c1 = b1; c2 = b2;
+        }
+      }
+      start += rw * r.h;
     }
   }
 
@@ -324,6 +455,19 @@ export class Picture {
     out.set(this.data.subarray(0, this.top * w), first);
     return out;
   }
+}
+
+/**
+ * The spatial prediction of a predicted rectangle's pixel in column j, from the values already
+ * decoded in the same plane and rectangle: a left, b above, c above-left (b and c unused in its
+ * first row, a and c in its first column).
+ */
+function spatial(first: boolean, j: number, a: number, b: number, c: number): number {
+  if (j === 0) return first ? 0 : b;
+  if (first) return a;
+  const mx = a > b ? a : b;
+  const mn = a > b ? b : a;
+  return c >= mx ? mn : c <= mn ? mx : a + b - c;
 }
 
 /** row ^= x; returns whether anything changed. Works 4 bytes at a time where aligned. */

@@ -25,7 +25,7 @@ export const T = {
 } as const;
 
 export const Role = { Viewer: 1, Publisher: 2, Control: 3, Subscriber: 4 } as const;
-export const Caps = { Lz4: 1, Zstd: 2, Unchanged: 4, Xxh3: 8, MovedRects: 16, Colour: 32, NamedBases: 64 } as const;
+export const Caps = { Lz4: 1, Zstd: 2, Unchanged: 4, Xxh3: 8, MovedRects: 16, Colour: 32, NamedBases: 64, PredictedRects: 128 } as const;
 /** StreamDesc formats: grey, or three planes G, R − G, B − G stacked (lossless colour). */
 export const PixelFormat = { Grey8: 1, PlanarGDiff: 2 } as const;
 export const Codec = { Raw: 0, Lz4: 1, Zstd: 2 } as const;

@@ -116,6 +116,9 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): boolean {
       try {
         picture.apply(p.flags, p.codec, p.rawLen, p.payload);
         stats.codec = codecName(p.codec);
+        if ((p.flags & v1.FrameFlags.RectDelta) !== 0 && p.payload.length >= 2 && (p.payload[1]! & 0x80) !== 0) {
+          stats.predictedFrames++;
+        }
       } catch (e) {
         stats.decodeErrors++;
         console.warn("framewire: decode error", e);
@@ -240,7 +243,7 @@ function connect(): void {
     },
   };
   const hello = (namedBases: boolean): Uint8Array => {
-    const caps = v1.Caps.Lz4 | v1.Caps.Zstd | v1.Caps.Unchanged | v1.Caps.Xxh3 | v1.Caps.MovedRects
+    const caps = v1.Caps.Lz4 | v1.Caps.Zstd | v1.Caps.Unchanged | v1.Caps.Xxh3 | v1.Caps.MovedRects | v1.Caps.PredictedRects
       | (wantGrey ? 0 : v1.Caps.Colour) | (namedBases ? v1.Caps.NamedBases : 0);
     return v1.hello(v1.Role.Viewer, caps, "screen", token);
   };
@@ -322,6 +325,7 @@ window.framewire = {
     unchanged: stats.unchanged,
     checksumFailures: stats.checksumFailures,
     decodeErrors: stats.decodeErrors,
+    predictedFrames: stats.predictedFrames,
     codec: stats.codec,
     reconnects: stats.reconnects,
     bytes: stats.bytes,

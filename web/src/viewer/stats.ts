@@ -32,6 +32,8 @@ export class ViewerStats {
   unchanged = 0;
   checksumFailures = 0;
   decodeErrors = 0;
+  /** Moved-rectangle deltas applied that carried predicted rectangles. */
+  predictedFrames = 0;
   /** The codec of the last frame applied (lz4, zstd or raw). */
   codec = "";
   bytes = 0;

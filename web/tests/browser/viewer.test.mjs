@@ -68,6 +68,8 @@ test("in colour, a desktop with moving colour is drawn exactly: canvas pixels re
     assert.equal(s.checksumFailures, 0, "checksum failures");
     assert.equal(s.decodeErrors, 0, "decode errors");
     assert.deepEqual([s.width, s.height, s.planes], [800, 600, 3]);
+    // The scene's small video comes as predicted rectangles (pixels from their neighbours).
+    assert.ok(s.predictedFrames > 0, `predicted frames: ${s.predictedFrames} of ${s.frames}`);
     const shot = await page.evaluate(() => window.framewire.readback());
     const rgb = Uint8Array.from(shot.pixels);
     assert.equal(rgb.length, 800 * 600 * 3);

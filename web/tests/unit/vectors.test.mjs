@@ -87,7 +87,11 @@ test("moved-rectangle vectors: each frame turns the picture before into the pict
   await fw.ready();
   const dir = new URL("../../../spec/vectors/moves/", import.meta.url);
   const cases = JSON.parse(readFileSync(new URL("cases.json", dir), "utf8"));
-  assert.equal(cases.length, 5);
+  assert.equal(cases.length, 9);
+  assert.deepEqual(cases.filter((c) => c.name.startsWith("predicted-")).map((c) => c.name),
+    ["predicted-grey", "predicted-colour", "predicted-no-moves", "predicted-colour-whole"]);
+  // Grey rectangles in mode 0; colour: a mode-0 rectangle filling the cache a mode-1 one uses.
+  const modes = { "predicted-grey": [0, 0], "predicted-colour": [0, 1, 1], "predicted-no-moves": [0], "predicted-colour-whole": [1] };
   const hex = (s) => Uint8Array.from(s.match(/../g).map((b) => parseInt(b, 16)));
   for (const c of cases) {
     const d = new fw.Decoder();
@@ -98,6 +102,9 @@ test("moved-rectangle vectors: each frame turns the picture before into the pict
     const pic = new fw.Picture(c.width, c.height);
     const before = hex(c.before);
     pic.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, before.length, before);
+    const plan = fw.parseRectPlan(f.payload, c.width, c.height, f.rawLen);
+    assert.equal(plan.predicted.length > 0, c.name.startsWith("predicted-"), `${c.name}: predicted rectangles`);
+    assert.deepEqual(plan.predicted.map((r) => r.mode), modes[c.name] ?? [], `${c.name}: modes`);
     pic.apply(f.flags, f.codec, f.rawLen, f.payload);
     const rows = [];
     for (let y = 0; y < c.height; y++) {
@@ -121,4 +128,172 @@ test("moved-rectangle headers out of bounds are DecodeErrors", () => {
   ];
   for (const p of bad) assert.throws(() => fw.parseRectPlan(p, 10, 10, 0), fw.DecodeError);
   assert.deepEqual(fw.parseRectPlan(h(1, 0, 0, 0, 5, 5, 5, 0), 10, 10, 0).moves, [{ to: { x: 0, y: 0, w: 5, h: 5 }, dx: 5, dy: 0 }]);
+});
+
+test("predicted-rectangle headers out of bounds are DecodeErrors, checked before anything is applied", () => {
+  // nmoves = bit 15, no moves, no patches, then npred:u16, planes:u8, rects [x, y, w, h, mode].
+  const p = (npred, planes, ...rects) => {
+    const b = new Uint8Array(4 + 3 + rects.length * 9);
+    const v = new DataView(b.buffer);
+    v.setUint16(0, 0x8000, true);
+    v.setUint16(4, npred, true);
+    v.setUint8(6, planes);
+    rects.forEach(([x, y, w, h, mode = 0], i) => {
+      [x, y, w, h].forEach((n, k) => v.setUint16(7 + i * 9 + k * 2, n, true));
+      v.setUint8(7 + i * 9 + 8, mode);
+    });
+    return b;
+  };
+  const ok = p(1, 3, [0, 0, 4, 2, 1]); // in a 10 x 12 colour picture: planes of 4 rows
+  assert.equal(ok.length, 4 + 3 + 9);
+  assert.deepEqual(fw.parseRectPlan(ok, 10, 12, 3 * 8).predicted, [{ x: 0, y: 0, w: 4, h: 2, mode: 1 }]);
+  assert.equal(fw.parseRectPlan(ok, 10, 12, 24).planes, 3);
+  assert.equal(fw.parseRectPlan(ok, 10, 12, 24).headerLen, ok.length);
+  assert.deepEqual(fw.parseRectPlan(p(2, 3, [0, 0, 4, 2, 0], [4, 1, 2, 3, 1]), 10, 12, 3 * 14).predicted.map((r) => r.mode), [0, 1]);
+  assert.equal(fw.parseRectPlan(p(1, 1, [0, 0, 4, 2]), 10, 12, 8).planes, 1);
+  assert.equal(fw.parseRectPlan(p(1, 1, [0, 10, 10, 2]), 10, 12, 20).predicted.length, 1); // grey: the whole height is plane 0
+  assert.equal(fw.parseRectPlan(p(0, 3), 10, 12, 0).predicted.length, 0);
+  const bad = [
+    [p(1, 2, [0, 0, 4, 2]), 16], // 2 planes
+    [p(1, 0, [0, 0, 4, 2]), 0], // 0 planes
+    [p(1, 3, [0, 0, 4, 2]), 24, 10], // 3 planes do not divide 10 rows
+    [p(1, 3, [0, 3, 4, 2]), 24], // below plane 0 (rows 3..4 of 4)
+    [p(1, 3, [7, 0, 4, 2]), 24], // right of the picture
+    [p(1, 3, [0, 0, 0, 2]), 0], // empty
+    [p(5, 3, ...Array(5).fill([0, 0, 1, 1])), 15], // npred 5 > 12 / 3
+    [p(2, 3, [0, 0, 10, 4], [0, 0, 1, 1]), 3 * 41], // areas over a plane
+    [p(1, 3, [0, 0, 4, 2, 2]), 24], // mode 2
+    [p(1, 3, [0, 0, 4, 2, 255]), 24], // mode 255
+    [p(1, 1, [0, 0, 4, 2, 1]), 8], // mode 1 in grey
+    [p(2, 3, [0, 0, 4, 2, 0], [4, 0, 2, 2, 3]), 3 * 12], // a bad mode in the second rectangle
+    [ok, 8], // raw_len without the other planes
+    [ok, 3 * 8 + 1], // raw_len one too many
+    [ok.subarray(0, ok.length - 1), 24], // truncated rectangle (its mode)
+    [ok.subarray(0, ok.length - 2), 24], // truncated rectangle
+    [ok.subarray(0, 6), 24], // truncated npred/planes
+  ];
+  for (const [payload, rawLen, height = 12] of bad)
+    assert.throws(() => fw.parseRectPlan(payload, 10, height, rawLen), fw.DecodeError, `${[...payload]} raw_len ${rawLen}`);
+
+  // A bad header leaves the picture as it was (and invalid until a keyframe).
+  const pic = new fw.Picture(10, 12);
+  const before = Uint8Array.from({ length: 120 }, (_, i) => i);
+  pic.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, 120, before);
+  const bits = (b) => Buffer.from(b).toString("hex");
+  const frame = new Uint8Array(ok.length + 24);
+  frame.set(ok);
+  frame.fill(7, ok.length);
+  assert.throws(() => pic.apply(fw.FrameFlags.RectDelta, fw.Codec.Raw, 25, frame), fw.DecodeError);
+  assert.equal(bits(pic.rows()), bits(before));
+  assert.equal(pic.valid, false);
+  // A bad mode after a good rectangle, raw_len right: still nothing applied.
+  pic.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, 120, before);
+  const badMode = p(2, 3, [0, 0, 4, 2, 1], [4, 0, 2, 2, 2]);
+  const frame2 = new Uint8Array(badMode.length + 3 * 12);
+  frame2.set(badMode);
+  frame2.fill(7, badMode.length);
+  assert.throws(() => pic.apply(fw.FrameFlags.RectDelta, fw.Codec.Raw, 3 * 12, frame2), fw.DecodeError);
+  assert.equal(bits(pic.rows()), bits(before));
+  assert.equal(pic.valid, false);
+  for (const mode of [0, 1]) {
+    // The same frame with a good mode applies.
+    pic.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, 120, before);
+    frame2[7 + 9 + 8] = mode;
+    pic.apply(fw.FrameFlags.RectDelta, fw.Codec.Raw, 3 * 12, frame2);
+    assert.equal(pic.valid, true);
+  }
+});
+
+/**
+ * Predicted rectangles (each with its mode) applied to a stacked picture (row order), written
+ * from spec/PROTOCOL.md: mode 1 predicts planes 1 and 2 from T1/T2 where set, mode 0 from s;
+ * every colour pixel updates T1 and T2 whatever the mode.
+ */
+function decodeNaive(before, w, ph, planes, rects, res) {
+  const pic = Uint8Array.from(before);
+  const area = rects.reduce((n, r) => n + r.w * r.h, 0);
+  const t1 = new Map();
+  const t2 = new Map();
+  let start = 0;
+  for (const r of rects) {
+    const at = (k, i, j) => (k * ph + r.y + i) * w + r.x + j;
+    for (let i = 0; i < r.h; i++)
+      for (let j = 0; j < r.w; j++) {
+        const vals = [];
+        for (let k = 0; k < planes; k++) {
+          let sp;
+          if (i === 0 && j === 0) sp = 0;
+          else if (i === 0) sp = pic[at(k, i, j - 1)];
+          else if (j === 0) sp = pic[at(k, i - 1, j)];
+          else {
+            const [a, b, c] = [pic[at(k, i, j - 1)], pic[at(k, i - 1, j)], pic[at(k, i - 1, j - 1)]];
+            sp = c >= Math.max(a, b) ? Math.min(a, b) : c <= Math.min(a, b) ? Math.max(a, b) : a + b - c;
+          }
+          const tab = k === 1 ? t1 : t2;
+          const key = k === 1 ? vals[0] : 256 * vals[0] + vals[1];
+          const pred = k > 0 && r.mode === 1 && tab.has(key) ? tab.get(key) : sp;
+          const val = (pred + res[k * area + start + i * r.w + j]) % 256;
+          if (k > 0) tab.set(key, val);
+          pic[at(k, i, j)] = val;
+          vals.push(val);
+        }
+      }
+    start += r.w * r.h;
+  }
+  return pic;
+}
+
+test("predicted rectangles on random headers match a naive decoder, through a scrolled ring", async () => {
+  await fw.ready();
+  let s = 12345;
+  const rnd = (n) => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0), (s >>> 8) % n);
+  for (let round = 0; round < 60; round++) {
+    const planes = round % 2 ? 3 : 1;
+    const w = 1 + rnd(12);
+    const ph = 1 + rnd(8);
+    const h = ph * planes;
+    // Few grey levels half the time, so the colour cache hits.
+    const before = Uint8Array.from({ length: w * h }, () => (round % 4 < 2 ? rnd(3) * 60 : rnd(256)));
+    const rects = [];
+    let area = 0;
+    for (let i = 0, n = 1 + rnd(Math.min(3, ph)); i < n; i++) {
+      const rw = 1 + rnd(w);
+      const rh = 1 + rnd(ph);
+      if (area + rw * rh > w * ph) break;
+      area += rw * rh;
+      rects.push({ x: rnd(w - rw + 1), y: rnd(ph - rh + 1), w: rw, h: rh, mode: planes === 3 ? rnd(2) : 0 });
+    }
+    const res = Uint8Array.from({ length: planes * area }, () => (rnd(3) === 0 ? rnd(256) : 0));
+    const payload = new Uint8Array(7 + rects.length * 9 + res.length);
+    const v = new DataView(payload.buffer);
+    v.setUint16(0, 0x8000, true);
+    v.setUint16(4, rects.length, true);
+    v.setUint8(6, planes);
+    rects.forEach((r, i) => {
+      [r.x, r.y, r.w, r.h].forEach((x, k) => v.setUint16(7 + i * 9 + k * 2, x, true));
+      v.setUint8(7 + i * 9 + 8, r.mode);
+    });
+    payload.set(res, 7 + rects.length * 9);
+
+    const pic = new fw.Picture(w, h);
+    pic.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, before.length, before);
+    if (h > 1) {
+      // The whole picture up 1 row: the ring's top moves, so rows are addressed through it.
+      const sc = new Uint8Array(16);
+      const sv = new DataView(sc.buffer);
+      sv.setUint16(0, 1, true);
+      sv.setUint16(8, w, true);
+      sv.setUint16(10, h - 1, true);
+      sv.setInt16(14, 1, true);
+      pic.apply(fw.FrameFlags.RectDelta, fw.Codec.Raw, 0, sc);
+      assert.equal(pic.top, 1);
+    }
+    const expect = decodeNaive(pic.rows(), w, ph, planes, rects, res);
+    pic.apply(fw.FrameFlags.RectDelta, fw.Codec.Raw, res.length, payload);
+    const hex = (b) => Buffer.from(b).toString("hex");
+    assert.equal(hex(pic.rows()), hex(expect), `round ${round}`);
+    const fresh = new fw.Picture(w, h);
+    fresh.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, expect.length, expect);
+    assert.equal(fw.hexU64(pic.checksum()), fw.hexU64(fresh.checksum()), `round ${round}: checksum`);
+  }
 });

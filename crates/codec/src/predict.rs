@@ -1,0 +1,522 @@
+//! Predicted rectangles: a rectangle's new pixels coded from their neighbours in the new
+//! picture instead of XORed with the old ones (spec/PROTOCOL.md, "Predicted rectangles").
+//!
+//! An XOR delta cancels what stayed; a video, a photograph or noise leaves nothing to cancel,
+//! and its XOR is as costly as the pixels themselves. There each plane is predicted as JPEG-LS
+//! does, by the median edge detector over the left, upper and upper-left pixels of the same
+//! rectangle, and the two colour planes (R − G and B − G, see [`crate::colour`]) from a colour
+//! cache first: the value they had the last time the same G (and R − G) was seen in this frame.
+//! On testsrc2's noise, one random value blends all three channels over a flat bar, so given G
+//! the rest mostly repeats. Measured on `corpus/video.fwrec` (zstd 1, bytes per changed picture):
+//! XOR today 278,618; 32×32 tiles by MED alone 228,202; with R − G from the cache 211,311; with
+//! B − G keyed by G and R − G as well 191,620. Fitting R and B to G per tile (chroma from luma)
+//! gave 236,232, worse than MED alone.
+//!
+//! Residuals are laid out plane by plane (every rectangle's plane 0, then plane 1, …), so each
+//! plane's statistics stay together for the block codec.
+
+use crate::rects::{Predicted, Rect, Reference};
+
+/// Patches smaller than this stay XORed: a typed glyph keeps today's cost.
+pub const MIN_AREA: usize = 1024;
+/// Large patches are tried in tiles of this size.
+pub const TILE: u32 = 64;
+
+/// `r` cut into tiles of at most [`TILE`] × [`TILE`], row by row.
+pub fn tiles(r: &Rect) -> impl Iterator<Item = Rect> + '_ {
+    (r.y..r.y + r.h).step_by(TILE as usize).flat_map(move |y| {
+        (r.x..r.x + r.w).step_by(TILE as usize).map(move |x| Rect {
+            x,
+            y,
+            w: TILE.min(r.x + r.w - x),
+            h: TILE.min(r.y + r.h - y),
+        })
+    })
+}
+
+const EMPTY: i16 = -1;
+
+/// The colour cache, empty at the start of each frame.
+pub struct Tables {
+    t1: Vec<i16>,
+    t2: Vec<i16>,
+    /// Entries set since [`Tables::mark`]: (table 2?, index, value before).
+    undo: Vec<(bool, u32, i16)>,
+}
+
+impl Default for Tables {
+    fn default() -> Self {
+        Tables {
+            t1: vec![EMPTY; 256],
+            t2: vec![EMPTY; 65536],
+            undo: Vec::new(),
+        }
+    }
+}
+
+impl Tables {
+    /// Empties both tables (a new frame).
+    pub fn reset(&mut self) {
+        self.t1.fill(EMPTY);
+        self.t2.fill(EMPTY);
+        self.undo.clear();
+    }
+
+    /// Starts recording changes, to be undone by [`Tables::rollback`].
+    fn mark(&mut self) {
+        self.undo.clear();
+    }
+
+    /// The residual of `v` against entry `k` of table 1 or 2 (`second`), or `spatial` (its
+    /// residual against its neighbours) when the entry is empty; then the entry learns `v`,
+    /// logged to be undone.
+    #[inline(always)]
+    fn learn(&mut self, second: bool, k: usize, v: u8, spatial: u8) -> u8 {
+        let t = if second { &mut self.t2 } else { &mut self.t1 };
+        let res = match t[k] {
+            EMPTY => spatial,
+            e => v.wrapping_sub(e as u8),
+        };
+        if t[k] != v as i16 {
+            self.undo.push((second, k as u32, t[k]));
+            t[k] = v as i16;
+        }
+        res
+    }
+
+    fn rollback(&mut self) {
+        for &(second, i, v) in self.undo.iter().rev() {
+            let t = if second { &mut self.t2 } else { &mut self.t1 };
+            t[i as usize] = v;
+        }
+        self.undo.clear();
+    }
+}
+
+/// The median edge detector (JPEG-LS), with the spec's edges: 0 at the corner, the left
+/// neighbour in the first row, the upper one in the first column.
+#[inline(always)]
+fn med(a: u8, b: u8, c: u8) -> u8 {
+    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+    if c >= hi {
+        lo
+    } else if c <= lo {
+        hi
+    } else {
+        a.wrapping_add(b).wrapping_sub(c)
+    }
+}
+
+#[inline(always)]
+fn spatial(plane: &[u8], w: usize, i: usize, j: usize, at: usize) -> u8 {
+    match (i, j) {
+        (0, 0) => 0,
+        (0, _) => plane[at - 1],
+        (_, 0) => plane[at - w],
+        _ => med(plane[at - 1], plane[at - w], plane[at - w - 1]),
+    }
+}
+
+/// Where the rectangle's plane `k` lives in a stacked picture `width` wide, `ph` rows a plane.
+#[inline(always)]
+fn origin(r: &Rect, width: usize, ph: usize, k: usize) -> usize {
+    (k * ph + r.y as usize) * width + r.x as usize
+}
+
+/// How a predicted rectangle's colour planes are predicted (the first plane, and every plane of
+/// a grey picture, always from its neighbours).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Every plane from its neighbours (smooth colour: a photograph).
+    Neighbours = 0,
+    /// Planes 1 and 2 from the colour cache where it has an entry (noise or a video blended
+    /// over flat colour, text of one colour).
+    Cache = 1,
+}
+
+/// Writes the predicted rectangles into `pic` (contiguous rows, `width` wide, `planes` planes of
+/// `ph` rows stacked) from `data`: every rectangle's plane 0 residuals, then plane 1's, then
+/// plane 2's. The caller has checked the rectangles against the picture and `data`'s length.
+pub fn apply(
+    pic: &mut [u8],
+    width: usize,
+    ph: usize,
+    planes: usize,
+    rects: &[Predicted],
+    data: &[u8],
+    t: &mut Tables,
+) {
+    t.reset();
+    let per_plane: usize = rects.iter().map(|p| p.rect.area()).sum();
+    let mut off = 0;
+    for p in rects {
+        let (r, cache) = (&p.rect, p.mode == Mode::Cache);
+        let (rw, rh) = (r.w as usize, r.h as usize);
+        let o = [0, 1, 2].map(|k| origin(r, width, ph, k.min(planes - 1)));
+        for i in 0..rh {
+            for j in 0..rw {
+                let n = off + i * rw + j;
+                let p0 = o[0] + i * width + j;
+                let g = spatial(pic, width, i, j, p0).wrapping_add(data[n]);
+                pic[p0] = g;
+                if planes == 3 {
+                    let p1 = o[1] + i * width + j;
+                    let k1 = g as usize;
+                    let pred = match t.t1[k1] {
+                        v if cache && v != EMPTY => v as u8,
+                        _ => spatial(pic, width, i, j, p1),
+                    };
+                    let v1 = pred.wrapping_add(data[per_plane + n]);
+                    pic[p1] = v1;
+                    t.t1[k1] = v1 as i16;
+                    let p2 = o[2] + i * width + j;
+                    let k2 = (k1 << 8) | v1 as usize;
+                    let pred = match t.t2[k2] {
+                        v if cache && v != EMPTY => v as u8,
+                        _ => spatial(pic, width, i, j, p2),
+                    };
+                    let v2 = pred.wrapping_add(data[2 * per_plane + n]);
+                    pic[p2] = v2;
+                    t.t2[k2] = v2 as i16;
+                }
+            }
+        }
+        off += rw * rh;
+    }
+}
+
+/// Estimated bits of one residual or XOR byte: nothing for a zero (runs of them compress to
+/// almost nothing), else its magnitude's bits and two more.
+#[inline(always)]
+fn bits(b: u8) -> u64 {
+    match b {
+        0 => 0,
+        _ => 2 + (8 - (b as i8).unsigned_abs().leading_zeros()) as u64,
+    }
+}
+
+/// Estimated bits of XOR bytes.
+pub fn xor_bits(a: &[u8], b: &[u8]) -> u64 {
+    a.iter().zip(b).map(|(x, y)| bits(x ^ y)).sum()
+}
+
+/// The encoder's side: residuals of the rectangles chosen so far, plane by plane.
+#[derive(Default)]
+pub struct Residuals {
+    pub tables: Tables,
+    planes: [Vec<u8>; 3],
+    /// Scratch: the rectangle being tried, each plane's rows packed, and its residuals.
+    tile: [Vec<u8>; 3],
+    spatial: [Vec<u8>; 3],
+    /// The colour planes' residuals against the colour cache (index 0 unused).
+    cached: [Vec<u8>; 3],
+}
+
+impl Residuals {
+    /// A new frame: no rectangle, empty tables.
+    pub fn clear(&mut self) {
+        self.tables.reset();
+        for p in &mut self.planes {
+            p.clear();
+        }
+    }
+
+    /// The residual bytes of every rectangle kept, plane 0 first (the spec's layout).
+    pub fn bytes(&self, planes: usize) -> impl Iterator<Item = &[u8]> {
+        self.planes[..planes].iter().map(Vec::as_slice)
+    }
+
+    /// Codes rectangle `r` of `cur` (stacked planes, `width` wide, `ph` rows a plane) in the
+    /// mode with fewer estimated bits and keeps it when those are below `xor_bits`; returns the
+    /// mode kept. A rectangle not kept leaves the residuals and the tables as they were.
+    pub fn try_rect(
+        &mut self,
+        cur: &[u8],
+        width: usize,
+        ph: usize,
+        planes: usize,
+        r: &Rect,
+        xor_bits: u64,
+    ) -> Option<Mode> {
+        let (rw, rh) = (r.w as usize, r.h as usize);
+        for k in 0..planes {
+            let o = origin(r, width, ph, k);
+            let t = &mut self.tile[k];
+            t.clear();
+            for i in 0..rh {
+                t.extend_from_slice(&cur[o + i * width..o + i * width + rw]);
+            }
+        }
+        // Spatial residuals depend only on the tile's own pixels: all planes, table-free.
+        let n = rw * rh;
+        for k in 0..planes {
+            self.spatial[k].resize(n, 0);
+            spatial_residuals(&self.tile[k], rw, rh, &mut self.spatial[k]);
+        }
+        let est0: u64 = self.spatial[0].iter().map(|&b| bits(b)).sum();
+        if est0 >= xor_bits {
+            return None;
+        }
+        if planes == 1 {
+            self.planes[0].extend_from_slice(&self.spatial[0]);
+            return Some(Mode::Neighbours);
+        }
+        // The colour planes both ways; the tables change the same either way.
+        let t = &mut self.tables;
+        t.mark();
+        let (mut by_neighbours, mut by_cache) = (0u64, 0u64);
+        let [g, p1, p2] = &self.tile;
+        let [_, s1, s2] = &self.spatial;
+        let [_, c1, c2] = &mut self.cached;
+        c1.resize(n, 0);
+        c2.resize(n, 0);
+        for at in 0..n {
+            // Already over either way: the rest would not bring it back under.
+            if at % rw == 0 && est0 + by_neighbours.min(by_cache) >= xor_bits {
+                t.rollback();
+                return None;
+            }
+            let k1 = g[at] as usize;
+            c1[at] = t.learn(false, k1, p1[at], s1[at]);
+            c2[at] = t.learn(true, (k1 << 8) | p1[at] as usize, p2[at], s2[at]);
+            by_neighbours += bits(s1[at]) + bits(s2[at]);
+            by_cache += bits(c1[at]) + bits(c2[at]);
+        }
+        if est0 + by_neighbours.min(by_cache) >= xor_bits {
+            t.rollback();
+            return None;
+        }
+        let (mode, from) = match by_cache < by_neighbours {
+            true => (Mode::Cache, &self.cached),
+            false => (Mode::Neighbours, &self.spatial),
+        };
+        self.planes[0].extend_from_slice(&self.spatial[0]);
+        self.planes[1].extend_from_slice(&from[1]);
+        self.planes[2].extend_from_slice(&from[2]);
+        Some(mode)
+    }
+}
+
+/// Each pixel of a tile (`rw` wide, rows packed) minus its spatial prediction (the spec's).
+fn spatial_residuals(tile: &[u8], rw: usize, rh: usize, out: &mut [u8]) {
+    out[0] = tile[0];
+    for j in 1..rw {
+        out[j] = tile[j].wrapping_sub(tile[j - 1]);
+    }
+    for i in 1..rh {
+        let (up, row) = (&tile[(i - 1) * rw..i * rw], &tile[i * rw..(i + 1) * rw]);
+        let o = &mut out[i * rw..(i + 1) * rw];
+        o[0] = row[0].wrapping_sub(up[0]);
+        for j in 1..rw {
+            o[j] = row[j].wrapping_sub(med(row[j - 1], up[j], up[j - 1]));
+        }
+    }
+}
+
+/// Cuts the large patches of the first plane into tiles and codes as predicted rectangles
+/// the changed tiles whose estimated residual bits (every plane) are below their XOR bits; the
+/// changed tiles left go back into `patches` as XOR patches (neighbours in a row of tiles
+/// merged), tiles that did not change are dropped. `cur` is `planes` planes stacked, `width`
+/// wide; `reference` the previous picture after the moves. Returns the predicted rectangles;
+/// their residuals are in `res`.
+pub fn choose(
+    reference: &mut Reference<'_>,
+    cur: &[u8],
+    width: usize,
+    planes: usize,
+    patches: &mut Vec<Rect>,
+    res: &mut Residuals,
+) -> Vec<Predicted> {
+    let ph = cur.len() / width / planes;
+    let mut predicted = Vec::new();
+    let mut out = Vec::with_capacity(patches.len());
+    let (mut bits, mut changed, mut left) = (Vec::new(), Vec::new(), Vec::<Rect>::new());
+    for mut r in patches.drain(..) {
+        let end = (r.y + r.h) as usize;
+        if (r.y as usize) < ph && end > ph {
+            // A patch running on into the next plane (every row changed): its first plane's
+            // part is a candidate, the rest stays XOR.
+            out.push(Rect {
+                y: ph as u32,
+                h: (end - ph) as u32,
+                ..r
+            });
+            r.h = ph as u32 - r.y;
+        }
+        if (r.y + r.h) as usize > ph || r.area() < MIN_AREA {
+            out.push(r);
+            continue;
+        }
+        let tiles: Vec<Rect> = tiles(&r).collect();
+        xor_bits_of_tiles(
+            reference,
+            cur,
+            width,
+            ph,
+            planes,
+            &r,
+            &tiles,
+            &mut bits,
+            &mut changed,
+        );
+        left.clear();
+        let before = predicted.len();
+        for ((t, &b), _) in tiles.iter().zip(&bits).zip(&changed).filter(|(_, c)| **c) {
+            // The spec allows a plane's rows' worth of predicted rectangles; the rest stay XOR.
+            let mode = match predicted.len() < ph {
+                true => res.try_rect(cur, width, ph, planes, t, b),
+                false => None,
+            };
+            match mode {
+                Some(mode) => predicted.push(Predicted { rect: *t, mode }),
+                None => match left.last_mut() {
+                    Some(l) if l.y == t.y && l.x + l.w == t.x => l.w += t.w,
+                    _ => left.push(*t),
+                },
+            }
+        }
+        match predicted.len() > before {
+            true => out.append(&mut left),
+            false => out.push(r),
+        }
+    }
+    *patches = out;
+    predicted
+}
+
+/// For each tile of `r` (cut by [`tiles`], a band of tiles at a time): whether its first plane
+/// differs from the reference, and if so its XOR bits over every plane.
+#[allow(clippy::too_many_arguments)]
+fn xor_bits_of_tiles(
+    reference: &mut Reference<'_>,
+    cur: &[u8],
+    width: usize,
+    ph: usize,
+    planes: usize,
+    r: &Rect,
+    tiles: &[Rect],
+    bits: &mut Vec<u64>,
+    changed: &mut Vec<bool>,
+) {
+    bits.clear();
+    bits.resize(tiles.len(), 0);
+    changed.clear();
+    changed.resize(tiles.len(), false);
+    let across = (r.w as usize).div_ceil(TILE as usize);
+    let end = (r.y + r.h) as usize;
+    for (band, y0) in (r.y as usize..end).step_by(TILE as usize).enumerate() {
+        let ts = band * across..((band + 1) * across).min(tiles.len());
+        let rows = y0..(y0 + TILE as usize).min(end);
+        for y in rows.clone() {
+            let (c, old) = (&cur[y * width..(y + 1) * width], reference.row(y));
+            for (t, ch) in tiles[ts.clone()].iter().zip(&mut changed[ts.clone()]) {
+                let (a, e) = (t.x as usize, (t.x + t.w) as usize);
+                *ch = *ch || old[a..e] != c[a..e];
+            }
+        }
+        for k in 0..planes {
+            for y in rows.clone().map(|y| k * ph + y) {
+                let (c, old) = (&cur[y * width..(y + 1) * width], reference.row(y));
+                let band = tiles[ts.clone()].iter().zip(&mut bits[ts.clone()]);
+                for ((t, b), _) in band.zip(&changed[ts.clone()]).filter(|(_, ch)| **ch) {
+                    let (a, e) = (t.x as usize, (t.x + t.w) as usize);
+                    *b += xor_bits(&old[a..e], &c[a..e]);
+                }
+            }
+        }
+    }
+}
+
+/// Where predicted rectangles lie in each row of a plane, to leave XOR patches zero there.
+pub struct Footprints {
+    rows: Vec<Vec<(usize, usize)>>,
+}
+
+impl Footprints {
+    pub fn new(predicted: &[Predicted], ph: usize) -> Footprints {
+        let mut rows = vec![Vec::new(); if predicted.is_empty() { 0 } else { ph }];
+        for r in predicted.iter().map(|p| p.rect) {
+            for row in &mut rows[r.y as usize..(r.y + r.h) as usize] {
+                row.push((r.x as usize, (r.x + r.w) as usize));
+            }
+        }
+        Footprints { rows }
+    }
+
+    /// Zeros the part of `xor` (row `y` of the stacked picture from column `x`) that a
+    /// predicted rectangle covers.
+    pub fn clear(&self, y: usize, x: usize, xor: &mut [u8]) {
+        if self.rows.is_empty() {
+            return;
+        }
+        for &(a, b) in &self.rows[y % self.rows.len()] {
+            let (a, b) = (a.max(x), b.min(x + xor.len()));
+            if a < b {
+                xor[a - x..b - x].fill(0);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_median_edge_detector_picks_as_jpeg_ls() {
+        assert_eq!(med(10, 20, 25), 10, "c above both: the smaller");
+        assert_eq!(med(10, 20, 5), 20, "c below both: the larger");
+        assert_eq!(med(10, 20, 15), 15, "between: a + b - c");
+        assert_eq!(med(200, 100, 150), 150);
+    }
+
+    proptest! {
+        /// Whatever rectangles are kept decode back to the source's pixels, in grey and colour.
+        #[test]
+        fn kept_rectangles_decode_exactly(
+            planes in prop::sample::select(vec![1usize, 3]),
+            w in 1usize..40, ph in 1usize..30,
+            seed in any::<u64>(),
+            flat in any::<bool>(),
+            rects in prop::collection::vec((0usize..40, 0usize..30, 1usize..20, 1usize..20, prop::sample::select(vec![0u64, 1, 64, u64::MAX])), 1..6),
+        ) {
+            let mut s = seed | 1;
+            let mut next = || { s ^= s << 13; s ^= s >> 7; s ^= s << 17; s };
+            // Few distinct values when flat, so the colour cache hits.
+            let cur: Vec<u8> = (0..w * ph * planes)
+                .map(|_| if flat { (next() % 3) as u8 * 40 } else { next() as u8 })
+                .collect();
+            let mut e = Residuals::default();
+            e.clear();
+            let mut kept = Vec::new();
+            let mut tried: Vec<Rect> = Vec::new();
+            for (x, y, rw, rh, budget) in rects {
+                let r = Rect { x: (x % w) as u32, y: (y % ph) as u32, w: rw.min(w - x % w) as u32, h: rh.min(ph - y % ph) as u32 };
+                if tried.iter().any(|t| t.intersects(&r)) { continue; }
+                tried.push(r);
+                // Small budgets refuse some rectangles part way, after the tables changed:
+                // what was refused must leave no trace the decoder would not see.
+                match e.try_rect(&cur, w, ph, planes, &r, budget) {
+                    Some(mode) => {
+                        prop_assert!(planes == 3 || mode == Mode::Neighbours);
+                        kept.push(Predicted { rect: r, mode });
+                    }
+                    None => prop_assert!(budget != u64::MAX),
+                }
+            }
+            let data: Vec<u8> = e.bytes(planes).flatten().copied().collect();
+            prop_assert_eq!(data.len(), planes * kept.iter().map(|p| p.rect.area()).sum::<usize>());
+            let mut pic = vec![0x5Au8; cur.len()];
+            apply(&mut pic, w, ph, planes, &kept, &data, &mut Tables::default());
+            for r in kept.iter().map(|p| &p.rect) {
+                for k in 0..planes {
+                    for i in 0..r.h as usize {
+                        let o = origin(r, w, ph, k) + i * w;
+                        prop_assert_eq!(&pic[o..o + r.w as usize], &cur[o..o + r.w as usize]);
+                    }
+                }
+            }
+        }
+    }
+}
