@@ -359,19 +359,19 @@ def live(bin: Path, out: Path, name: str, colour: bool) -> dict:
 
 def report(bin: Path, out: Path, names: list[str]) -> str:
     inputs = ",".join(str(out / f"{n}.fwrec") for n in names)
-    rows = json.loads(
-        subprocess.run(
-            [str(bin), "bench", "codec", "--json", "--input", inputs],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-    )
+
+    def bench(codec: str) -> list:
+        cmd = [str(bin), "bench", "codec", "--json", "--codec", codec, "--input", inputs]
+        return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+    # LZ4 is what `framewire serve` sends by default; zstd with predicted rectangles is what a
+    # viewer that declared both gets from `serve --codec zstd` (the page and the native window).
+    rows, zstd = bench("lz4"), bench("zstd")
     lines = [
-        "| workload | pictures changed | grey, row deltas | grey, moved rects | colour, moved rects | x11vnc Tight (colour), updates | x11vnc per update | colour ÷ x11vnc | framewire colour kB/s | x11vnc kB/s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| workload | pictures changed | grey, row deltas | grey, moved rects | colour, moved rects | x11vnc Tight (colour), updates | x11vnc per update | colour ÷ x11vnc | framewire colour kB/s | x11vnc kB/s | colour, zstd + predicted | ÷ x11vnc |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for n, r in zip(names, rows):
+    for n, r, z in zip(names, rows, zstd):
         rows_b = r["rows"]["bytes_per_changed_frame_mean"]
         rects_b = r["rects"]["bytes_per_changed_frame_mean"]
         colour_b = r["colour"]["bytes_per_changed_frame_mean"]
@@ -381,13 +381,16 @@ def report(bin: Path, out: Path, names: list[str]) -> str:
         vf = out / f"{n}.vnc.json"
         if vf.exists():
             v = json.loads(vf.read_text())
+        pred_b = z["colour_predicted"]["bytes_per_changed_frame_mean"]
         if v.get("updates"):
             vb = v["bytes_per_update_mean"]
             vnc = f"{v['updates']} | {vb:,.0f} B | {colour_b / vb:.2f} | {colour_rate:,.0f} | {v['bytes'] / v['seconds'] / 1000:,.0f}"
+            pred = f"{pred_b:,.0f} B | {pred_b / vb:.2f}"
         else:
             vnc = f"– | – | – | {colour_rate:,.0f} | –"
+            pred = f"{pred_b:,.0f} B | –"
         lines.append(
-            f"| {n} | {r['changed_frames']} | {rows_b:,.0f} B | {rects_b:,.0f} B | {colour_b:,.0f} B | {vnc} |"
+            f"| {n} | {r['changed_frames']} | {rows_b:,.0f} B | {rects_b:,.0f} B | {colour_b:,.0f} B | {vnc} | {pred} |"
         )
     return "\n".join(lines)
 
