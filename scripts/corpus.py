@@ -329,7 +329,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def live(bin: Path, out: Path, name: str, colour: bool) -> dict:
+def live(bin: Path, out: Path, name: str, colour: bool, serve_args: list[str]) -> dict:
     """The workload live: `framewire serve` on the Xvfb screen at 60 fps with one headless
     viewer (colour or grey) on loopback, while the actions run. Returns the server's CPU (% of
     one core, over the actions) and the viewer's capture-to-applied latency."""
@@ -339,7 +339,7 @@ def live(bin: Path, out: Path, name: str, colour: bool) -> dict:
         srv = s.start(
             [str(bin), "serve", "--source", f"x11:{s.n}", "--no-cursor", "--view-only", "--port", str(port),
              "--no-daylight", "--no-sensors", "--no-http", "--no-touch", "--fps", "60",
-             "--control-socket", str(tmp / "ctl.sock"), "--status-file", str(tmp / "status")]
+             "--control-socket", str(tmp / "ctl.sock"), "--status-file", str(tmp / "status"), *serve_args]
         )
         time.sleep(1)
         view = subprocess.Popen(
@@ -404,6 +404,8 @@ def main() -> int:
     ap.add_argument("--report-only", action="store_true", help="only measure existing recordings")
     ap.add_argument("--live", action="store_true",
                     help="also run each workload live through framewire serve with one headless viewer, colour then grey: server CPU and capture-to-applied latency")
+    ap.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
+                    help="with --live, pass ARG to framewire serve (repeatable), e.g. --serve-arg=--no-predicted-rects")
     ap.add_argument("--live-grey-only", action="store_true",
                     help="with --live, one grey run per workload (for a --bin from before colour)")
     a = ap.parse_args()
@@ -425,7 +427,7 @@ def main() -> int:
         for n in names:
             # An older binary without colour: its viewer is grey without being asked.
             for colour in ((None,) if a.live_grey_only else (True, False)):
-                r = live(a.bin, a.out, n, colour)
+                r = live(a.bin, a.out, n, colour, a.serve_arg)
                 kind = "colour" if colour else "grey"
                 log(f"{n} live ({kind}): {r['viewer']}")
                 live_rows.append(f"| {n} | {kind} | {r['cpu_percent']:.1f} | {r['e2e_avg_ms']:.2f} ms | {r['e2e_p99_ms']:.2f} ms |")

@@ -4,13 +4,22 @@
 //! An XOR delta cancels what stayed; a video, a photograph or noise leaves nothing to cancel,
 //! and its XOR is as costly as the pixels themselves. There each plane is predicted as JPEG-LS
 //! does, by the median edge detector over the left, upper and upper-left pixels of the same
-//! rectangle, and the two colour planes (R − G and B − G, see [`crate::colour`]) from a colour
+//! rectangle (never outside it, so rectangles decode independently of what is around them),
+//! and in mode 1 the two colour planes (R − G and B − G, see [`crate::colour`]) from a colour
 //! cache first: the value they had the last time the same G (and R − G) was seen in this frame.
-//! On testsrc2's noise, one random value blends all three channels over a flat bar, so given G
-//! the rest mostly repeats. Measured on `corpus/video.fwrec` (zstd 1, bytes per changed picture):
-//! XOR today 278,618; 32×32 tiles by MED alone 228,202; with R − G from the cache 211,311; with
-//! B − G keyed by G and R − G as well 191,620. Fitting R and B to G per tile (chroma from luma)
-//! gave 236,232, worse than MED alone.
+//! On testsrc2's noise one random value blends all three channels over a flat bar, so given G
+//! the rest mostly repeats; in smooth gradients it does not, and mode 0 wins. Each tile takes
+//! the mode with fewer estimated bits.
+//!
+//! Measured on a recording of ffmpeg's testsrc2 shown by ffplay (`corpus/video.fwrec`, zstd 1,
+//! bytes per changed picture; the XOR of moved-rectangle deltas gives 278,618), in a study
+//! before this was built: 32×32 tiles by MED alone 228,202; with R − G from the cache 211,311;
+//! with B − G keyed by G and R − G as well 191,620; R and B fitted to G per tile (chroma from
+//! luma) 236,232. As built, with 64×64 tiles and the mode per tile: 192,944 (32×32: 196,182).
+//! Tried with no gain: plane 0 against the tile's median instead of its neighbours (77,570
+//! against 77,825 bytes for plane 0), zstd levels 2 to 5 (194,809 to 196,501), and residual
+//! streams split by the neighbours' activity (4 % smaller, not worth a fifth layout in four
+//! decoders).
 //!
 //! Residuals are laid out plane by plane (every rectangle's plane 0, then plane 1, …), so each
 //! plane's statistics stay together for the block codec.
@@ -150,38 +159,116 @@ pub fn apply(
     let per_plane: usize = rects.iter().map(|p| p.rect.area()).sum();
     let mut off = 0;
     for p in rects {
-        let (r, cache) = (&p.rect, p.mode == Mode::Cache);
-        let (rw, rh) = (r.w as usize, r.h as usize);
+        let r = &p.rect;
+        let n = r.area();
+        let res = |k: usize| &data[k * per_plane + off..k * per_plane + off + n];
+        // Plane by plane: T1 is only read and written by plane 1, T2 by plane 2, each in the
+        // pixels' order, so this gives what decoding pixel by pixel gives.
         let o = [0, 1, 2].map(|k| origin(r, width, ph, k.min(planes - 1)));
-        for i in 0..rh {
-            for j in 0..rw {
-                let n = off + i * rw + j;
-                let p0 = o[0] + i * width + j;
-                let g = spatial(pic, width, i, j, p0).wrapping_add(data[n]);
-                pic[p0] = g;
-                if planes == 3 {
-                    let p1 = o[1] + i * width + j;
-                    let k1 = g as usize;
-                    let pred = match t.t1[k1] {
-                        v if cache && v != EMPTY => v as u8,
-                        _ => spatial(pic, width, i, j, p1),
-                    };
-                    let v1 = pred.wrapping_add(data[per_plane + n]);
-                    pic[p1] = v1;
-                    t.t1[k1] = v1 as i16;
-                    let p2 = o[2] + i * width + j;
-                    let k2 = (k1 << 8) | v1 as usize;
-                    let pred = match t.t2[k2] {
-                        v if cache && v != EMPTY => v as u8,
-                        _ => spatial(pic, width, i, j, p2),
-                    };
-                    let v2 = pred.wrapping_add(data[2 * per_plane + n]);
-                    pic[p2] = v2;
-                    t.t2[k2] = v2 as i16;
+        unpredict(pic, width, o[0], r, res(0), None);
+        if planes == 3 {
+            let cache = p.mode == Mode::Cache;
+            let keys = Keys { g: o[0], v1: o[1] };
+            unpredict(
+                pic,
+                width,
+                o[1],
+                r,
+                res(1),
+                cache.then_some((&mut t.t1, keys, false)),
+            );
+            unpredict(
+                pic,
+                width,
+                o[2],
+                r,
+                res(2),
+                cache.then_some((&mut t.t2, keys, true)),
+            );
+            if !cache {
+                keys.learn(pic, width, r, t);
+            }
+        }
+        off += n;
+    }
+}
+
+/// Where a colour pixel's cache keys are read: its plane-0 value (G) and plane-1 value.
+#[derive(Clone, Copy)]
+struct Keys {
+    g: usize,
+    v1: usize,
+}
+
+impl Keys {
+    /// The key of the pixel `at` past the rectangle's origin, in table 1 or 2 (`second`).
+    #[inline(always)]
+    fn key(self, pic: &[u8], at: usize, second: bool) -> usize {
+        match second {
+            false => pic[self.g + at] as usize,
+            true => (pic[self.g + at] as usize) << 8 | pic[self.v1 + at] as usize,
+        }
+    }
+
+    /// Both tables learn every pixel of a rectangle decoded without them, in order.
+    fn learn(self, pic: &[u8], width: usize, r: &Rect, t: &mut Tables) {
+        let v2 = self.v1 + (self.v1 - self.g);
+        for i in 0..r.h as usize {
+            for j in 0..r.w as usize {
+                let at = i * width + j;
+                t.t1[self.key(pic, at, false)] = pic[self.v1 + at] as i16;
+                t.t2[self.key(pic, at, true)] = pic[v2 + at] as i16;
+            }
+        }
+    }
+}
+
+/// Decodes one plane of rectangle `r`, at `o` in `pic`, from its residuals. With a cache (a
+/// table, where its keys are, and whether it is table 2), a pixel whose entry is set is
+/// predicted from it, and its entry then learns the pixel.
+fn unpredict(
+    pic: &mut [u8],
+    width: usize,
+    o: usize,
+    r: &Rect,
+    res: &[u8],
+    cache: Option<(&mut Vec<i16>, Keys, bool)>,
+) {
+    let (rw, rh) = (r.w as usize, r.h as usize);
+    match cache {
+        None => {
+            let mut a = 0u8;
+            for (v, &e) in pic[o..o + rw].iter_mut().zip(&res[..rw]) {
+                a = a.wrapping_add(e);
+                *v = a;
+            }
+            for i in 1..rh {
+                let (head, tail) = pic.split_at_mut(o + i * width);
+                let (up, row) = (&head[o + (i - 1) * width..][..rw], &mut tail[..rw]);
+                let res = &res[i * rw..(i + 1) * rw];
+                let mut a = up[0].wrapping_add(res[0]);
+                row[0] = a;
+                for j in 1..rw {
+                    a = med(a, up[j], up[j - 1]).wrapping_add(res[j]);
+                    row[j] = a;
                 }
             }
         }
-        off += rw * rh;
+        Some((t, keys, second)) => {
+            for i in 0..rh {
+                for j in 0..rw {
+                    let at = o + i * width + j;
+                    let k = keys.key(pic, i * width + j, second);
+                    let pred = match t[k] {
+                        EMPTY => spatial(pic, width, i, j, at),
+                        v => v as u8,
+                    };
+                    let v = pred.wrapping_add(res[i * rw + j]);
+                    pic[at] = v;
+                    t[k] = v as i16;
+                }
+            }
+        }
     }
 }
 
@@ -189,15 +276,30 @@ pub fn apply(
 /// almost nothing), else its magnitude's bits and two more.
 #[inline(always)]
 fn bits(b: u8) -> u64 {
-    match b {
-        0 => 0,
-        _ => 2 + (8 - (b as i8).unsigned_abs().leading_zeros()) as u64,
-    }
+    BITS[b as usize] as u64
 }
+
+const BITS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 1;
+    while b < 256 {
+        t[b] = 2 + (8 - (b as u8 as i8).unsigned_abs().leading_zeros()) as u8;
+        b += 1;
+    }
+    t
+};
 
 /// Estimated bits of XOR bytes.
 pub fn xor_bits(a: &[u8], b: &[u8]) -> u64 {
-    a.iter().zip(b).map(|(x, y)| bits(x ^ y)).sum()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| BITS[(x ^ y) as usize] as u32)
+        .sum::<u32>() as u64
+}
+
+/// Estimated bits of residual bytes.
+fn residual_bits(r: &[u8]) -> u64 {
+    r.iter().map(|&b| BITS[b as usize] as u32).sum::<u32>() as u64
 }
 
 /// The encoder's side: residuals of the rectangles chosen so far, plane by plane.
@@ -247,16 +349,17 @@ impl Residuals {
                 t.extend_from_slice(&cur[o + i * width..o + i * width + rw]);
             }
         }
-        // Spatial residuals depend only on the tile's own pixels: all planes, table-free.
+        // Spatial residuals depend only on the tile's own pixels (no table): the first plane
+        // first, which alone may already cost more than the XOR.
         let n = rw * rh;
         for k in 0..planes {
             self.spatial[k].resize(n, 0);
             spatial_residuals(&self.tile[k], rw, rh, &mut self.spatial[k]);
+            if k == 0 && residual_bits(&self.spatial[0]) >= xor_bits {
+                return None;
+            }
         }
-        let est0: u64 = self.spatial[0].iter().map(|&b| bits(b)).sum();
-        if est0 >= xor_bits {
-            return None;
-        }
+        let est0 = residual_bits(&self.spatial[0]);
         if planes == 1 {
             self.planes[0].extend_from_slice(&self.spatial[0]);
             return Some(Mode::Neighbours);
@@ -307,8 +410,16 @@ fn spatial_residuals(tile: &[u8], rw: usize, rh: usize, out: &mut [u8]) {
         let (up, row) = (&tile[(i - 1) * rw..i * rw], &tile[i * rw..(i + 1) * rw]);
         let o = &mut out[i * rw..(i + 1) * rw];
         o[0] = row[0].wrapping_sub(up[0]);
-        for j in 1..rw {
-            o[j] = row[j].wrapping_sub(med(row[j - 1], up[j], up[j - 1]));
+        // The median as a clamp of a + b - c between a and b (the same value), which the
+        // compiler can do 16 pixels at a time: every input is the source's, none a residual.
+        let ins = row[1..]
+            .iter()
+            .zip(&row[..rw - 1])
+            .zip(up[1..].iter().zip(&up[..rw - 1]));
+        for (o, ((&v, &a), (&b, &c))) in o[1..].iter_mut().zip(ins) {
+            let (a, b, c) = (a as i16, b as i16, c as i16);
+            let p = (a + b - c).max(a.min(b)).min(a.max(b));
+            *o = v.wrapping_sub(p as u8);
         }
     }
 }
@@ -347,7 +458,7 @@ pub fn choose(
             out.push(r);
             continue;
         }
-        let tiles: Vec<Rect> = tiles(&r).collect();
+        let mut tiles: Vec<Rect> = tiles(&r).collect();
         xor_bits_of_tiles(
             reference,
             cur,
@@ -355,7 +466,7 @@ pub fn choose(
             ph,
             planes,
             &r,
-            &tiles,
+            &mut tiles,
             &mut bits,
             &mut changed,
         );
@@ -370,7 +481,7 @@ pub fn choose(
             match mode {
                 Some(mode) => predicted.push(Predicted { rect: *t, mode }),
                 None => match left.last_mut() {
-                    Some(l) if l.y == t.y && l.x + l.w == t.x => l.w += t.w,
+                    Some(l) if (l.y, l.h, l.x + l.w) == (t.y, t.h, t.x) => l.w += t.w,
                     _ => left.push(*t),
                 },
             }
@@ -385,7 +496,8 @@ pub fn choose(
 }
 
 /// For each tile of `r` (cut by [`tiles`], a band of tiles at a time): whether its first plane
-/// differs from the reference, and if so its XOR bits over every plane.
+/// differs from the reference, the tile then shrunk to where it does (a thin diagonal line
+/// crossing a tile changes a fraction of it), and its XOR bits there over every plane.
 #[allow(clippy::too_many_arguments)]
 fn xor_bits_of_tiles(
     reference: &mut Reference<'_>,
@@ -394,7 +506,7 @@ fn xor_bits_of_tiles(
     ph: usize,
     planes: usize,
     r: &Rect,
-    tiles: &[Rect],
+    tiles: &mut [Rect],
     bits: &mut Vec<u64>,
     changed: &mut Vec<bool>,
 ) {
@@ -407,20 +519,39 @@ fn xor_bits_of_tiles(
     for (band, y0) in (r.y as usize..end).step_by(TILE as usize).enumerate() {
         let ts = band * across..((band + 1) * across).min(tiles.len());
         let rows = y0..(y0 + TILE as usize).min(end);
+        // Per tile: the columns and rows where the first plane differs.
+        let mut spans = [(usize::MAX, 0usize, usize::MAX, 0usize); 4096 / TILE as usize];
         for y in rows.clone() {
             let (c, old) = (&cur[y * width..(y + 1) * width], reference.row(y));
-            for (t, ch) in tiles[ts.clone()].iter().zip(&mut changed[ts.clone()]) {
+            for (t, sp) in tiles[ts.clone()].iter().zip(spans.iter_mut()) {
                 let (a, e) = (t.x as usize, (t.x + t.w) as usize);
-                *ch = *ch || old[a..e] != c[a..e];
+                if let Some((x0, x1)) = crate::rects::diff_span(&old[a..e], &c[a..e]) {
+                    *sp = (sp.0.min(a + x0), sp.1.max(a + x1), sp.2.min(y), y + 1);
+                }
+            }
+        }
+        let band_tiles = tiles[ts.clone()].iter_mut().zip(&mut changed[ts.clone()]);
+        for ((t, ch), &(x0, x1, y0, y1)) in band_tiles.zip(spans.iter()) {
+            if x0 < x1 {
+                *t = Rect {
+                    x: x0 as u32,
+                    y: y0 as u32,
+                    w: (x1 - x0) as u32,
+                    h: (y1 - y0) as u32,
+                };
+                *ch = true;
             }
         }
         for k in 0..planes {
-            for y in rows.clone().map(|y| k * ph + y) {
-                let (c, old) = (&cur[y * width..(y + 1) * width], reference.row(y));
+            for y in rows.clone() {
+                let yk = k * ph + y;
+                let (c, old) = (&cur[yk * width..(yk + 1) * width], reference.row(yk));
                 let band = tiles[ts.clone()].iter().zip(&mut bits[ts.clone()]);
                 for ((t, b), _) in band.zip(&changed[ts.clone()]).filter(|(_, ch)| **ch) {
-                    let (a, e) = (t.x as usize, (t.x + t.w) as usize);
-                    *b += xor_bits(&old[a..e], &c[a..e]);
+                    if (t.y as usize..(t.y + t.h) as usize).contains(&y) {
+                        let (a, e) = (t.x as usize, (t.x + t.w) as usize);
+                        *b += xor_bits(&old[a..e], &c[a..e]);
+                    }
                 }
             }
         }

@@ -290,7 +290,7 @@ pub fn apply_patches(pic: &mut [u8], width: usize, patches: &[Rect], data: &[u8]
 }
 
 /// The first and one-past-the-last byte where `a` and `b` differ, if they do.
-fn diff_span(a: &[u8], b: &[u8]) -> Option<(usize, usize)> {
+pub(crate) fn diff_span(a: &[u8], b: &[u8]) -> Option<(usize, usize)> {
     let first = first_diff(a, b)?;
     let mut last = a.len();
     // From the right, 8 bytes at a time, then byte by byte.

@@ -184,6 +184,11 @@ pub struct ServeArgs {
     /// codec the Daylight app decodes.
     #[arg(long, value_enum, default_value = "lz4")]
     pub codec: CodecArg,
+    /// Never send predicted rectangles (pixels coded from their neighbours where an XOR saves
+    /// nothing: a video, a photograph). They cost the host about 1 ms more per megapixel that
+    /// changed, and save a third or more of the bytes on such content.
+    #[arg(long)]
+    pub no_predicted_rects: bool,
     /// Daylight viewers get a keyframe after N deltas, as they cannot verify pictures
     /// (0 = never). framewire viewers verify every frame and ask when they need one.
     #[arg(long, default_value_t = 60)]

@@ -135,6 +135,7 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         token: a.token.clone(),
         insecure: a.insecure,
         codec: a.codec.codec(),
+        predicted_rects: !a.no_predicted_rects,
         keyframe_interval: a.keyframe_interval,
         control_socket: Some(match &a.control_socket {
             Some(p) => p.clone(),
