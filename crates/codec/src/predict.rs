@@ -102,8 +102,9 @@ impl Tables {
     }
 }
 
-/// The median edge detector (JPEG-LS), with the spec's edges: 0 at the corner, the left
-/// neighbour in the first row, the upper one in the first column.
+/// The median edge detector (JPEG-LS) over the left, upper and upper-left neighbours. At a
+/// rectangle's edges the spec predicts 0 at the corner, the left neighbour in the first row and
+/// the upper one in the first column (`spatial_residuals`, `unpredict`).
 #[inline(always)]
 fn med(a: u8, b: u8, c: u8) -> u8 {
     let (lo, hi) = if a < b { (a, b) } else { (b, a) };
@@ -113,16 +114,6 @@ fn med(a: u8, b: u8, c: u8) -> u8 {
         hi
     } else {
         a.wrapping_add(b).wrapping_sub(c)
-    }
-}
-
-#[inline(always)]
-fn spatial(plane: &[u8], w: usize, i: usize, j: usize, at: usize) -> u8 {
-    match (i, j) {
-        (0, 0) => 0,
-        (0, _) => plane[at - 1],
-        (_, 0) => plane[at - w],
-        _ => med(plane[at - 1], plane[at - w], plane[at - w - 1]),
     }
 }
 
@@ -256,16 +247,32 @@ fn unpredict(
         }
         Some((t, keys, second)) => {
             for i in 0..rh {
+                // The keys' planes and the row above come before this row in the picture.
+                let (head, tail) = pic.split_at_mut(o + i * width);
+                let row = &mut tail[..rw];
+                let g = &head[keys.g + i * width..][..rw];
+                // Plane 1's values key table 2 only (decoding plane 1, they are this row).
+                let v1 = match second {
+                    true => &head[keys.v1 + i * width..][..rw],
+                    false => g,
+                };
+                let up = (i > 0).then(|| &head[o + (i - 1) * width..][..rw]);
+                let res = &res[i * rw..(i + 1) * rw];
+                let mut a = 0u8;
                 for j in 0..rw {
-                    let at = o + i * width + j;
-                    let k = keys.key(pic, i * width + j, second);
-                    let pred = match t[k] {
-                        EMPTY => spatial(pic, width, i, j, at),
-                        v => v as u8,
+                    let k = match second {
+                        false => g[j] as usize,
+                        true => (g[j] as usize) << 8 | v1[j] as usize,
                     };
-                    let v = pred.wrapping_add(res[i * rw + j]);
-                    pic[at] = v;
-                    t[k] = v as i16;
+                    let pred = match (t[k], up) {
+                        (EMPTY, None) => a,
+                        (EMPTY, Some(up)) if j == 0 => up[0],
+                        (EMPTY, Some(up)) => med(a, up[j], up[j - 1]),
+                        (v, _) => v as u8,
+                    };
+                    a = pred.wrapping_add(res[j]);
+                    row[j] = a;
+                    t[k] = a as i16;
                 }
             }
         }
