@@ -12,10 +12,11 @@
 //! the mode with fewer estimated bits.
 //!
 //! Measured on a recording of ffmpeg's testsrc2 shown by ffplay (`corpus/video.fwrec`, zstd 1,
-//! bytes per changed picture; the XOR of moved-rectangle deltas gives 278,618), in a study
-//! before this was built: 32×32 tiles by MED alone 228,202; with R − G from the cache 211,311;
+//! bytes per changed picture; the XOR of moved-rectangle deltas gives about 279,000), in a
+//! study before this was built, on an earlier recording of the clip: 32×32 tiles by MED alone 228,202; with R − G from the cache 211,311;
 //! with B − G keyed by G and R − G as well 191,620; R and B fitted to G per tile (chroma from
-//! luma) 236,232. As built, with 64×64 tiles and the mode per tile: 192,944 (32×32: 196,182).
+//! luma) 236,232. As built (64×64 tiles shrunk to where they changed, the mode per tile,
+//! dense tiles only): 193,496; with 32×32 tiles, before shrinking, 196,182.
 //! Tried with no gain: plane 0 against the tile's median instead of its neighbours (77,570
 //! against 77,825 bytes for plane 0), zstd levels 2 to 5 (194,809 to 196,501), and residual
 //! streams split by the neighbours' activity (4 % smaller, not worth a fifth layout in four
@@ -35,6 +36,9 @@ pub const MIN_AREA: usize = 1024;
 /// with it they cost nothing there, and the video, browser and drag keep most of their gain
 /// (193,496, 6,887 and 2,702 B, against 191,771, 5,913 and 2,352 trying every tile).
 const DENSE_BITS: u64 = 2;
+/// A tile goes predicted only when its estimated bits are at least 1/MARGIN below its XOR's:
+/// on noise the two are about even, and a predicted tile costs the viewer more to decode.
+const MARGIN: u64 = 8;
 /// Large patches are tried in tiles of this size.
 pub const TILE: u32 = 64;
 
@@ -491,7 +495,7 @@ pub fn choose(
             // predicted rectangles, and the rest stay XOR.
             let dense = b >= (t.area() * planes) as u64 * DENSE_BITS;
             let mode = match predicted.len() < ph && dense {
-                true => res.try_rect(cur, width, ph, planes, t, b),
+                true => res.try_rect(cur, width, ph, planes, t, b - b / MARGIN),
                 false => None,
             };
             match mode {
