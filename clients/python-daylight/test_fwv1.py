@@ -40,7 +40,7 @@ def test_moved_rectangle_vectors_apply_exactly():
     struct.pack("<HHHHHH", 0, 1, 9, 0, 2, 1),
     b"\x01",
     # Predicted rectangles: two planes, an unknown mode, the colour cache in grey, one
-    # outside the first plane, a truncated entry.
+    # outside the picture, a truncated entry (the first plane's bound: the next test).
     struct.pack("<HHHBHHHHB", 0x8000, 0, 1, 2, 0, 0, 1, 1, 0),
     struct.pack("<HHHBHHHHB", 0x8000, 0, 1, 1, 0, 0, 1, 1, 2),
     struct.pack("<HHHBHHHHB", 0x8000, 0, 1, 1, 0, 0, 1, 1, 1),
@@ -50,6 +50,16 @@ def test_moved_rectangle_vectors_apply_exactly():
 def test_bad_moved_rectangle_headers_are_refused(payload):
     with pytest.raises(fwv1.ProtocolError):
         fwv1.parse_rect_plan(payload, 10, 10)
+
+
+def test_predicted_rectangles_stay_in_the_first_plane():
+    # Colour, 12 rows stacked: planes of 4 rows. Rows 2..4 fit the first plane; 3..5 do not.
+    inside = struct.pack("<HHHBHHHHB", 0x8000, 0, 1, 3, 0, 2, 1, 2, 1)
+    outside = struct.pack("<HHHBHHHHB", 0x8000, 0, 1, 3, 0, 3, 1, 2, 1)
+    _, _, _, (predicted, planes) = fwv1.parse_rect_plan(inside, 10, 12)
+    assert (predicted, planes) == ([(0, 2, 1, 2, 1)], 3)
+    with pytest.raises(fwv1.ProtocolError):
+        fwv1.parse_rect_plan(outside, 10, 12)
 
 
 def scene(w, h, k):

@@ -18,7 +18,8 @@
 //! luma) 236,232. As built (64×64 tiles shrunk to where they changed, the mode per tile,
 //! dense tiles only): 193,496; with 32×32 tiles, before shrinking, 196,182.
 //! Tried with no gain: plane 0 against the tile's median instead of its neighbours (77,570
-//! against 77,825 bytes for plane 0), zstd levels 2 to 5 (194,809 to 196,501), and residual
+//! against 77,825 bytes for plane 0), zstd levels 2, 3 and 5 (194,809, 196,501 and 195,034
+//! against 192,888 at level 1), and residual
 //! streams split by the neighbours' activity (4 % smaller, not worth a fifth layout in four
 //! decoders).
 //!
@@ -443,7 +444,8 @@ fn spatial_residuals(tile: &[u8], rw: usize, rh: usize, out: &mut [u8]) {
 }
 
 /// Cuts the large patches of the first plane into tiles and codes as predicted rectangles
-/// the changed tiles whose estimated residual bits (every plane) are below their XOR bits; the
+/// the changed tiles with a dense XOR whose estimated residual bits (every plane) are at least
+/// an eighth below their XOR bits ([`DENSE_BITS`], [`MARGIN`]); the
 /// changed tiles left go back into `patches` as XOR patches (neighbours in a row of tiles
 /// merged), tiles that did not change are dropped. `cur` is `planes` planes stacked, `width`
 /// wide; `reference` the previous picture after the moves. Returns the predicted rectangles;
@@ -540,7 +542,7 @@ fn xor_bits_of_tiles(
         let ts = band * across..((band + 1) * across).min(tiles.len());
         let rows = y0..(y0 + TILE as usize).min(end);
         // Per tile: the columns and rows where the first plane differs.
-        let mut spans = [(usize::MAX, 0usize, usize::MAX, 0usize); 4096 / TILE as usize];
+        let mut spans = vec![(usize::MAX, 0usize, usize::MAX, 0usize); ts.len()];
         for y in rows.clone() {
             let (c, old) = (&cur[y * width..(y + 1) * width], reference.row(y));
             for (t, sp) in tiles[ts.clone()].iter().zip(spans.iter_mut()) {

@@ -66,14 +66,14 @@ fn decode(pic: &mut Picture, kind: EncodedKind, codec: BlockCodec, out: &[u8]) {
     pic.apply();
 }
 
-/// `cur` through the encoder and into the viewer's picture: an error says what differs.
+/// `cur` through the encoder and into the viewer's picture: the payload, or what differs.
 fn round_trip(
     e: &mut HostEncoder,
     pic: &mut Picture,
     cur: &[u8],
     w: usize,
     codec: BlockCodec,
-) -> Result<(), String> {
+) -> Result<Vec<u8>, String> {
     let (mut hashes, mut out) = (Vec::new(), Vec::new());
     row_hashes(cur, w, &mut hashes);
     let (enc, _) = e
@@ -81,7 +81,7 @@ fn round_trip(
         .unwrap();
     decode(pic, enc.kind, codec, &out);
     match (pic.equals(cur), pic.checksum() == picture_checksum(cur, w)) {
-        (true, true) => Ok(()),
+        (true, true) => Ok(out),
         (same, checksum) => Err(format!("picture equal {same}, checksum equal {checksum}")),
     }
 }
@@ -519,4 +519,38 @@ fn hostile_predicted_headers_are_refused() {
     }
     let truncated = rects::parse_header(&h(&[0x8000, 0], &[1]), 10, 12);
     assert!(truncated.is_err(), "truncated count");
+}
+
+/// A patch wider than 64 tiles (a 4,200-pixel-wide screen, two monitors side by side, with a
+/// moving picture across it): every tile of every band is looked at, the tiles past the 64th
+/// go predicted too, and the picture decodes exactly.
+#[test]
+fn a_moving_picture_wider_than_64_tiles_decodes_exactly() {
+    let (w, ph) = (4200usize, 70usize);
+    let codec = BlockCodec::Lz4;
+    let mut e = HostEncoder::new(codec, 0)
+        .with_rects(true)
+        .with_predicted(true);
+    let mut pic = Picture::new(w as u32, ph as u32);
+    let mut cur = page(w, ph, 3);
+    let mut far = 0;
+    for k in 0..4 {
+        Area {
+            w,
+            ph,
+            planes: 1,
+            r: (0, 2, w, 60),
+        }
+        .photo(&mut cur, k, 5 + k as u64);
+        let out = round_trip(&mut e, &mut pic, &cur, w, codec)
+            .unwrap_or_else(|m| panic!("picture {k}: {m}"));
+        if let Ok((plan, _)) = rects::parse_header(&out, w, ph) {
+            far += plan
+                .predicted
+                .iter()
+                .filter(|p| p.rect.x >= 64 * 64)
+                .count();
+        }
+    }
+    assert!(far >= 3, "{far} predicted rectangles past the 64th tile");
 }

@@ -185,9 +185,10 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value = "lz4")]
     pub codec: CodecArg,
     /// Never send predicted rectangles (pixels coded from their neighbours where an XOR saves
-    /// nothing: a video, a photograph). On a 1600x1200 video they save about a fifth of the
-    /// bytes (a third with --codec zstd) for about 3 ms more per picture on each end; on
-    /// loopback, where bytes are free, turning them off lowers the latency of such content.
+    /// nothing: a video, a photograph); the host then does not offer them. On a 1600x1200
+    /// video they save about a fifth of the bytes (a third with --codec zstd) for about 2.4 ms
+    /// more to encode a picture and 2 ms more to decode it; on loopback, where bytes are free,
+    /// turning them off lowers the latency of such content.
     #[arg(long)]
     pub no_predicted_rects: bool,
     /// Daylight viewers get a keyframe after N deltas, as they cannot verify pictures

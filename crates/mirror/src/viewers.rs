@@ -51,7 +51,13 @@ impl Mirror {
         let viewer = self.register(Protocol::V1, peer);
         // The viewer gets only what it declared: the configured codec, else LZ4, else raw.
         let preferred = codec_to_wire(self.cfg.codec);
-        let n = negotiate(preferred, caps::ALL, viewer_caps);
+        // A host told not to send predicted rectangles does not offer them: neither the shared
+        // deltas nor the ones made for this viewer alone carry them.
+        let offered = match self.cfg.predicted_rects {
+            true => caps::ALL,
+            false => caps::ALL & !caps::PREDICTED_RECTS,
+        };
+        let n = negotiate(preferred, offered, viewer_caps);
         if preferred != n.codec {
             self.counters.codec_fallbacks.inc();
             info!(viewer = viewer.id, codec = ?n.codec, "viewer does not take the configured codec; it gets another");

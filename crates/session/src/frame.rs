@@ -30,8 +30,9 @@ pub enum Payload {
     /// A new picture that was not encoded (no viewer wanted this stream when it was made):
     /// any viewer that takes it gets a keyframe, made on demand.
     Fresh,
-    /// A moved-rectangle delta (moves, then patches; `framewire_codec::rects`) against the
-    /// same. Framewire v1 viewers that declared it only: others get a full-frame delta.
+    /// A moved-rectangle delta (moves, then patches, then perhaps predicted rectangles;
+    /// `framewire_codec::rects`) against the same. Framewire v1 viewers that declared it
+    /// (and predicted rectangles, when it has some) only: others get a full-frame delta.
     Rects {
         data: Bytes,
         base_id: u64,
@@ -43,7 +44,8 @@ pub enum Payload {
 #[derive(Debug, Clone)]
 pub struct Rebased {
     pub payload: Bytes,
-    /// What its data decodes to: a row delta's rows, a moved-rectangle delta's patches.
+    /// What its data decodes to: a row delta's rows, a moved-rectangle delta's patches and
+    /// predicted rectangles' residuals.
     pub raw_len: usize,
     /// [`DeltaForm::Rows`] or [`DeltaForm::Rects`].
     pub form: DeltaForm,

@@ -554,7 +554,8 @@ impl ViewerSession {
         let decoded = if h.rows {
             self.picture.decode_rows(codec, payload).ok()
         } else if h.rects {
-            // raw_len must be the patches' size (the spec); anything else is a decode error.
+            // raw_len must be the patches' size and the predicted rectangles' residuals (the
+            // spec); anything else is a decode error.
             let (w, ht) = (
                 self.picture.width() as usize,
                 self.picture.height() as usize,

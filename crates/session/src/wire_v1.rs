@@ -123,7 +123,7 @@ fn frame_packet(f: &SourceFrame, b: Body, out: &mut BytesMut) -> Outgoing {
 }
 
 /// Decoded size of a shared delta's data, from the header we wrote: a row delta's rows, a
-/// moved-rectangle delta's patches, or the whole picture.
+/// moved-rectangle delta's patches and predicted rectangles' residuals, or the whole picture.
 fn data_len(payload: &[u8], form: DeltaForm, f: &SourceFrame) -> usize {
     let (w, h) = (f.width as usize, f.height as usize);
     match form {
