@@ -373,27 +373,7 @@ async fn metrics_are_served_and_promtool_accepts_them() {
         7,
     )
     .await;
-    let mut body = String::new();
-    for _ in 0..500 {
-        let mut s = TcpStream::connect(server.http_addr.unwrap()).await.unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        let mut resp = String::new();
-        s.read_to_string(&mut resp).await.unwrap();
-        assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
-        body = resp.split_once("\r\n\r\n").unwrap().1.to_string();
-        // Every reading is in, and the capture loop has timed at least one frame.
-        if body.contains("framewire_samples_published_total 3")
-            && body.contains("framewire_stage_latency_recent_seconds{")
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // Every counter name belongs to one subsystem's set (none is a sum of two).
-    assert_eq!(server.registry().duplicates(), Vec::<String>::new());
-    for want in [
+    let wants = [
         "framewire_events_total{event=\"hub_samples_published\"} 3",
         "framewire_events_total{event=\"sensor_samples_accepted\"} 3",
         "framewire_events_total{event=\"sensor_lines_rejected.unknown_packet\"} 1",
@@ -404,7 +384,30 @@ async fn metrics_are_served_and_promtool_accepts_them() {
         "framewire_stage_latency_seconds_bucket{stage=\"grey\",le=\"0.0005\"}",
         // Each accepted reading's wait for the hub was timed.
         "framewire_stage_latency_seconds_count{stage=\"sensor_hub\"} 3",
-    ] {
+    ];
+    let mut body = String::new();
+    for _ in 0..500 {
+        let mut s = TcpStream::connect(server.http_addr.unwrap()).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut resp = String::new();
+        s.read_to_string(&mut resp).await.unwrap();
+        assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+        body = resp.split_once("\r\n\r\n").unwrap().1.to_string();
+        // Every reading is in, every counter that counts it too (they are not one atomic
+        // step: `samples_published_total` can show 3 while the hub's event count still shows
+        // 2), and the capture loop has timed at least one frame.
+        if wants.iter().all(|w| body.contains(w))
+            && body.contains("framewire_stage_latency_recent_seconds{")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Every counter name belongs to one subsystem's set (none is a sum of two).
+    assert_eq!(server.registry().duplicates(), Vec::<String>::new());
+    for want in wants {
         assert!(body.contains(want), "{want} missing from:\n{body}");
     }
     // The Grafana dashboard in the repository only queries metrics we export.
