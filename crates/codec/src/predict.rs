@@ -63,6 +63,9 @@ pub struct Tables {
     t2: Vec<i16>,
     /// Entries set since [`Tables::mark`]: (table 2?, index, value before).
     undo: Vec<(bool, u32, i16)>,
+    /// Entries may have been set since the last reset (the encoder empties the tables for
+    /// every delta, most of which predict nothing: 128 KB not written each time).
+    touched: bool,
 }
 
 impl Default for Tables {
@@ -71,6 +74,7 @@ impl Default for Tables {
             t1: vec![EMPTY; 256],
             t2: vec![EMPTY; 65536],
             undo: Vec::new(),
+            touched: false,
         }
     }
 }
@@ -78,14 +82,18 @@ impl Default for Tables {
 impl Tables {
     /// Empties both tables (a new frame).
     pub fn reset(&mut self) {
-        self.t1.fill(EMPTY);
-        self.t2.fill(EMPTY);
+        if self.touched {
+            self.t1.fill(EMPTY);
+            self.t2.fill(EMPTY);
+            self.touched = false;
+        }
         self.undo.clear();
     }
 
     /// Starts recording changes, to be undone by [`Tables::rollback`].
     fn mark(&mut self) {
         self.undo.clear();
+        self.touched = true;
     }
 
     /// The residual of `v` against entry `k` of table 1 or 2 (`second`), or `spatial` (its
@@ -159,6 +167,7 @@ pub fn apply(
     t: &mut Tables,
 ) {
     t.reset();
+    t.touched = true;
     let per_plane: usize = rects.iter().map(|p| p.rect.area()).sum();
     let mut off = 0;
     for p in rects {
