@@ -315,7 +315,7 @@ class Viewer:
         self.welcome_caps = 0
 
     @classmethod
-    def connect(cls, host: str, port: int, token: str = "", caps: int = CAP_LZ4 | CAP_UNCHANGED | CAP_XXH3 | CAP_MOVED_RECTS | CAP_PREDICTED):
+    def connect(cls, host: str, port: int, token: str = "", caps: int = CAP_LZ4 | CAP_ZSTD | CAP_UNCHANGED | CAP_XXH3 | CAP_MOVED_RECTS | CAP_PREDICTED):
         s = socket.create_connection((host, port), timeout=10)
         s.sendall(packet(HELLO, struct.pack("<HBI", 1, 1, caps) + str8("screen") + str8(token)))
         return cls(s, caps)

@@ -134,18 +134,28 @@ def test_a_moving_picture_comes_as_predicted_rectangles_that_apply_exactly(tmp_p
     caps = fwv1.CAP_LZ4 | fwv1.CAP_UNCHANGED | fwv1.CAP_XXH3 | fwv1.CAP_MOVED_RECTS
     caps |= fwv1.CAP_COLOUR if colour else 0
     with host("--source", f"file:{rec}", "--replay", "fast", "--fps", "20") as srv:
-        v = fwv1.Viewer.connect("127.0.0.1", srv.v1_port, caps=caps | fwv1.CAP_PREDICTED)
+        v = fwv1.Viewer.connect("127.0.0.1", srv.v1_port, caps=caps | fwv1.CAP_PREDICTED | fwv1.CAP_ZSTD)
         shown = list(v.frames(12))
         v.close()
         # The same stream to a viewer that does not declare them: full-frame deltas instead.
         old = fwv1.Viewer.connect("127.0.0.1", srv.v1_port, caps=caps)
         old_shown = list(old.frames(12))
         old.close()
+        # Dense deltas are zstd: a viewer with predicted rectangles but without zstd gets
+        # full-frame deltas for those frames, in LZ4.
+        no_zstd = fwv1.Viewer.connect("127.0.0.1", srv.v1_port, caps=caps | fwv1.CAP_PREDICTED)
+        no_zstd_shown = list(no_zstd.frames(12))
+        no_zstd.close()
     assert v.welcome_caps & fwv1.CAP_PREDICTED
     assert v.planes == (3 if colour else 1)
     assert all(s.ok for s in shown), [s for s in shown if not s.ok][:3]
     assert sum(s.predicted for s in shown) >= 5, shown
-    assert all(s.ok for s in old_shown) and not any(s.predicted for s in old_shown)
+    assert {s.codec for s in shown if s.predicted} == {fwv1.CODEC_ZSTD}, shown
+    # Every other frame (Unchanged packets aside) stays LZ4.
+    assert {s.codec for s in shown if not s.predicted and s.payload_len} <= {fwv1.CODEC_LZ4}, shown
+    for other in (old_shown, no_zstd_shown):
+        assert all(s.ok for s in other) and not any(s.predicted for s in other), other
+        assert {s.codec for s in other if s.payload_len} <= {fwv1.CODEC_LZ4}, other
     assert not old.welcome_caps & fwv1.CAP_PREDICTED
     assert {s.flags for s in old_shown} <= {0, fwv1.FLAG_KEYFRAME, fwv1.FLAG_RECTS}, old_shown
 

@@ -72,7 +72,6 @@ pub(crate) struct Path {
     enc: HostEncoder,
     pic: Picture,
     row_width: Option<usize>,
-    codec: BlockCodec,
     pub out: Vec<u8>,
     enc_ms: Vec<f64>,
     dec_ms: Vec<f64>,
@@ -87,6 +86,12 @@ impl Path {
         self
     }
 
+    /// Deltas with predicted rectangles go in `dense` (as `serve` sends them by default).
+    pub fn with_dense_codec(mut self, dense: BlockCodec) -> Path {
+        self.enc = self.enc.with_dense_codec(dense);
+        self
+    }
+
     pub fn new(codec: BlockCodec, res: Resolution, form: Form) -> Path {
         Path {
             enc: HostEncoder::new(codec, 0)
@@ -97,7 +102,6 @@ impl Path {
                 res.height * if form == Form::Colour { 3 } else { 1 },
             ),
             row_width: (form != Form::Full).then_some(res.width as usize),
-            codec,
             out: Vec::new(),
             enc_ms: vec![],
             dec_ms: vec![],
@@ -127,10 +131,10 @@ impl Path {
         let t = Instant::now();
         match e.kind {
             EncodedKind::Unchanged => {}
-            EncodedKind::Keyframe(_) => self.pic.decode(true, self.codec, &self.out)?,
-            EncodedKind::Delta => self.pic.decode(false, self.codec, &self.out)?,
-            EncodedKind::RowDelta => self.pic.decode_rows(self.codec, &self.out)?,
-            EncodedKind::RectDelta => self.pic.decode_rects(self.codec, &self.out)?,
+            EncodedKind::Keyframe(_) => self.pic.decode(true, e.codec, &self.out)?,
+            EncodedKind::Delta => self.pic.decode(false, e.codec, &self.out)?,
+            EncodedKind::RowDelta => self.pic.decode_rows(e.codec, &self.out)?,
+            EncodedKind::RectDelta => self.pic.decode_rects(e.codec, &self.out)?,
         }
         self.pic.apply();
         let dec_ms = ms(t);

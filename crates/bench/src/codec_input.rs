@@ -40,8 +40,11 @@ struct InputRow {
     colour: PathResult,
     colour_ingest_ms_p50: f64,
     colour_keyframe_bytes: usize,
-    /// The same with predicted rectangles (what viewers that declared them get).
+    /// The same with predicted rectangles, every delta in the codec asked for.
     colour_predicted: PathResult,
+    /// With predicted rectangles, as `serve` sends them to a viewer that declared them and
+    /// zstd: with `--codec lz4`, the deltas that have some in zstd.
+    colour_served: PathResult,
     /// The alternative measured beside it: planes R, G, B, same encoder.
     colour_rgb: PathResult,
     keyframe_bytes: usize,
@@ -74,6 +77,9 @@ fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
     let mut colour = Path::new(codec, res, Form::Colour);
     let mut colour_rgb = Path::new(codec, res, Form::Colour);
     let mut colour_pred = Path::new(codec, res, Form::Colour).with_predicted();
+    let mut colour_served = Path::new(codec, res, Form::Colour)
+        .with_predicted()
+        .with_dense_codec(framewire_codec::rects::Codecs::served(codec).dense);
     let (mut planes, mut rgb) = (Arc::new(Vec::new()), Arc::new(Vec::new()));
     let (mut plane_hashes, mut prev_plane_hashes, mut rgb_hashes) = (vec![], vec![], vec![]);
     let mut colour_ms = Vec::new();
@@ -134,6 +140,7 @@ fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
         let csum = checksum_of_rows(&plane_hashes);
         let ck = colour.step(&planes, &plane_hashes, csum, record)?;
         colour_pred.step(&planes, &plane_hashes, csum, record)?;
+        colour_served.step(&planes, &plane_hashes, csum, record)?;
         colour_rgb.step(&rgb, &rgb_hashes, checksum_of_rows(&rgb_hashes), record)?;
         if frames == 0 {
             colour_key = colour.out.len();
@@ -178,6 +185,7 @@ fn bench_input(path: &FsPath, codec: BlockCodec) -> anyhow::Result<InputRow> {
         colour_keyframe_bytes: colour_key,
         colour_rgb: colour_rgb.result(),
         colour_predicted: colour_pred.result(),
+        colour_served: colour_served.result(),
         keyframe_bytes: key_bytes,
         recording_bytes_per_changed_frame: disk as f64 / changed.max(1) as f64,
     })
@@ -239,9 +247,10 @@ pub fn run(a: &BenchCodecArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     println!();
-    println!("colour (planes G, R-G, B-G, moved rectangles), same pictures; the alternative: planes R, G, B; then with predicted rectangles");
+    println!("colour (planes G, R-G, B-G, moved rectangles), same pictures; the alternative: planes R, G, B; then with predicted rectangles;");
+    println!("then as served by default (with --codec lz4, the deltas with predicted rectangles in zstd)");
     println!(
-        "{:<22} {:>8} {:>8} {:>8} {:>10} {:>9} | {:>10} | {:>12} | {:>8} {:>8} {:>10}",
+        "{:<22} {:>8} {:>8} {:>8} {:>10} {:>9} | {:>10} | {:>12} | {:>8} {:>8} {:>10} | {:>8} {:>8} {:>10}",
         "input",
         "planes+h",
         "enc",
@@ -252,11 +261,14 @@ pub fn run(a: &BenchCodecArgs) -> anyhow::Result<()> {
         "colour÷grey",
         "pred enc",
         "pred dec",
-        "pred B/chg"
+        "pred B/chg",
+        "srv enc",
+        "srv dec",
+        "srv B/chg"
     );
     for r in &out {
         println!(
-            "{:<22} {:>8.3} {:>8.3} {:>8.3} {:>10.0} {:>9} | {:>10.0} | {:>12.2} | {:>8.3} {:>8.3} {:>10.0}",
+            "{:<22} {:>8.3} {:>8.3} {:>8.3} {:>10.0} {:>9} | {:>10.0} | {:>12.2} | {:>8.3} {:>8.3} {:>10.0} | {:>8.3} {:>8.3} {:>10.0}",
             r.input,
             r.colour_ingest_ms_p50,
             r.colour.delta_compress_ms_p50,
@@ -267,7 +279,10 @@ pub fn run(a: &BenchCodecArgs) -> anyhow::Result<()> {
             r.colour.bytes_per_changed_frame_mean / r.rects.bytes_per_changed_frame_mean.max(1.0),
             r.colour_predicted.delta_compress_ms_p50,
             r.colour_predicted.decode_apply_ms_p50,
-            r.colour_predicted.bytes_per_changed_frame_mean
+            r.colour_predicted.bytes_per_changed_frame_mean,
+            r.colour_served.delta_compress_ms_p50,
+            r.colour_served.decode_apply_ms_p50,
+            r.colour_served.bytes_per_changed_frame_mean
         );
     }
     Ok(())

@@ -38,6 +38,9 @@ pub enum EncodedKind {
 pub struct Encoded {
     pub kind: EncodedKind,
     pub payload_len: usize,
+    /// The codec of the payload: the encoder's, or its dense codec for a moved-rectangle delta
+    /// with predicted rectangles ([`HostEncoder::with_dense_codec`]).
+    pub codec: BlockCodec,
 }
 
 /// Encodes a sequence of grey pictures of one size against each other.
@@ -46,6 +49,8 @@ pub struct Encoded {
 /// screen costs no periodic keyframes), and when [`HostEncoder::request_keyframe`] was called.
 pub struct HostEncoder {
     codec: BlockCodec,
+    /// The codec of moved-rectangle deltas with predicted rectangles.
+    dense: BlockCodec,
     keyframe_interval: u32,
     /// The previous picture, shared rather than copied (a copy costs ~0.2 ms at 1600×1200).
     prev: Option<Arc<Vec<u8>>>,
@@ -66,6 +71,7 @@ impl HostEncoder {
     pub fn new(codec: BlockCodec, keyframe_interval: u32) -> Self {
         HostEncoder {
             codec,
+            dense: codec,
             keyframe_interval,
             prev: None,
             delta: Vec::new(),
@@ -89,6 +95,13 @@ impl HostEncoder {
     /// Moved-rectangle deltas may carry predicted rectangles ([`crate::predict`]).
     pub fn with_predicted(mut self, on: bool) -> Self {
         self.moved = std::mem::take(&mut self.moved).with_predicted(on);
+        self
+    }
+
+    /// Moved-rectangle deltas with predicted rectangles go in `dense` (zstd beside an LZ4
+    /// encoder, see [`crate::rects::Codecs`]); every other payload in the encoder's codec.
+    pub fn with_dense_codec(mut self, dense: BlockCodec) -> Self {
+        self.dense = dense;
         self
     }
 
@@ -191,6 +204,7 @@ impl HostEncoder {
                 Encoded {
                     kind: EncodedKind::Unchanged,
                     payload_len: 0,
+                    codec: self.codec,
                 },
                 Some(cur),
             ));
@@ -200,6 +214,7 @@ impl HostEncoder {
             (self.keyframe_interval > 0 && self.changed_since_key >= self.keyframe_interval)
                 .then_some(KeyframeReason::Interval)
         });
+        let mut codec = self.codec;
         let kind = match (reason, prev) {
             (None, Some(prev)) if rect_hashes => {
                 let pair = crate::rect_delta::Pair {
@@ -210,7 +225,11 @@ impl HostEncoder {
                     prev_rows: &self.prev_rows,
                     cur_rows: &self.cur_rows,
                 };
-                self.moved.make(pair, self.codec, out)?;
+                let codecs = crate::rects::Codecs {
+                    plain: self.codec,
+                    dense: self.dense,
+                };
+                codec = self.moved.make(pair, codecs, out)?.1;
                 EncodedKind::RectDelta
             }
             (None, Some(prev)) if row_plan.is_some() => {
@@ -242,6 +261,7 @@ impl HostEncoder {
             Encoded {
                 kind,
                 payload_len: out.len(),
+                codec,
             },
             old,
         ))

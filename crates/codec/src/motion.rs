@@ -80,7 +80,8 @@ fn disp(dx: i32, dy: i32) -> u64 {
     (dx as u32 as u64) << 32 | dy as u32 as u64
 }
 
-fn word(b: &[u8], at: usize) -> u64 {
+/// The little-endian word at byte `at`.
+pub(crate) fn word(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 

@@ -125,16 +125,14 @@ impl Tables {
 /// The median edge detector (JPEG-LS) over the left, upper and upper-left neighbours. At a
 /// rectangle's edges the spec predicts 0 at the corner, the left neighbour in the first row and
 /// the upper one in the first column (`spatial_residuals`, `unpredict`).
+///
+/// Written as a clamp of a + b − c between a and b (the same value): no branch. The decoder's
+/// chain through the left neighbour is serial, and on noise or a photograph the three-way
+/// branch went wrong about every other pixel.
 #[inline(always)]
 fn med(a: u8, b: u8, c: u8) -> u8 {
-    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
-    if c >= hi {
-        lo
-    } else if c <= lo {
-        hi
-    } else {
-        a.wrapping_add(b).wrapping_sub(c)
-    }
+    let (a, b, c) = (a as i16, b as i16, c as i16);
+    (a + b - c).max(a.min(b)).min(a.max(b)) as u8
 }
 
 /// Where the rectangle's plane `k` lives in a stacked picture `width` wide, `ph` rows a plane.
@@ -438,16 +436,14 @@ fn spatial_residuals(tile: &[u8], rw: usize, rh: usize, out: &mut [u8]) {
         let (up, row) = (&tile[(i - 1) * rw..i * rw], &tile[i * rw..(i + 1) * rw]);
         let o = &mut out[i * rw..(i + 1) * rw];
         o[0] = row[0].wrapping_sub(up[0]);
-        // The median as a clamp of a + b - c between a and b (the same value), which the
-        // compiler can do 16 pixels at a time: every input is the source's, none a residual.
+        // The median is a clamp ([`med`]), which the compiler can do 16 pixels at a time here:
+        // every input is the source's, none a residual.
         let ins = row[1..]
             .iter()
             .zip(&row[..rw - 1])
             .zip(up[1..].iter().zip(&up[..rw - 1]));
         for (o, ((&v, &a), (&b, &c))) in o[1..].iter_mut().zip(ins) {
-            let (a, b, c) = (a as i16, b as i16, c as i16);
-            let p = (a + b - c).max(a.min(b)).min(a.max(b));
-            *o = v.wrapping_sub(p as u8);
+            *o = v.wrapping_sub(med(a, b, c));
         }
     }
 }
@@ -631,6 +627,26 @@ mod tests {
         assert_eq!(med(10, 20, 5), 20, "c below both: the larger");
         assert_eq!(med(10, 20, 15), 15, "between: a + b - c");
         assert_eq!(med(200, 100, 150), 150);
+    }
+
+    /// The branchless clamp is JPEG-LS's three-way choice for every a, b and c.
+    #[test]
+    fn the_clamp_is_the_median_everywhere() {
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                let (lo, hi) = (a.min(b), a.max(b));
+                for c in 0..=255u8 {
+                    let want = if c >= hi {
+                        lo
+                    } else if c <= lo {
+                        hi
+                    } else {
+                        a.wrapping_add(b).wrapping_sub(c)
+                    };
+                    assert_eq!(med(a, b, c), want, "a {a} b {b} c {c}");
+                }
+            }
+        }
     }
 
     proptest! {

@@ -6,7 +6,7 @@
 
 use crate::block::{BlockCodec, CodecError};
 use crate::motion::Finder;
-use crate::rects::{self, RectPlan};
+use crate::rects::{self, Codecs, RectPlan};
 
 /// The finder's buffers and anchors, and the encoder's scratch, kept from delta to delta.
 #[derive(Default)]
@@ -37,13 +37,14 @@ pub struct Pair<'a> {
 }
 
 impl RectDeltaMaker {
-    /// Writes `p.cur` as a moved-rectangle delta against `p.prev` into `out`; returns its plan.
+    /// Writes `p.cur` as a moved-rectangle delta against `p.prev` into `out`; returns its plan
+    /// and the codec of its block (see [`Codecs`]).
     pub fn make(
         &mut self,
         p: Pair<'_>,
-        codec: BlockCodec,
+        codecs: Codecs,
         out: &mut Vec<u8>,
-    ) -> Result<RectPlan, CodecError> {
+    ) -> Result<(RectPlan, BlockCodec), CodecError> {
         let (w, planes) = (p.width, p.planes.max(1));
         debug_assert!(
             p.prev.len() == p.cur.len()
@@ -75,7 +76,7 @@ impl RectDeltaMaker {
             p.prev_rows,
             p.cur_rows,
             moves,
-            codec,
+            codecs,
             if self.predicted { planes } else { 0 },
             &mut self.scratch,
             out,

@@ -18,6 +18,7 @@
 //! rectangles in the first plane) and replace their pixels last ([`crate::predict`]).
 
 use crate::block::{BlockCodec, CodecError};
+use crate::motion::word;
 
 /// At most this many moves in one delta.
 pub const MAX_MOVES: usize = 64;
@@ -289,26 +290,55 @@ pub fn apply_patches(pic: &mut [u8], width: usize, patches: &[Rect], data: &[u8]
     }
 }
 
-/// The first and one-past-the-last byte where `a` and `b` differ, if they do.
+/// The first and one-past-the-last byte where `a` and `b` (of one length) differ, if they do.
 pub(crate) fn diff_span(a: &[u8], b: &[u8]) -> Option<(usize, usize)> {
     let first = first_diff(a, b)?;
-    let mut last = a.len();
-    // From the right, 8 bytes at a time, then byte by byte.
-    while last >= first + 8 && a[last - 8..last] == b[last - 8..last] {
-        last -= 8;
-    }
-    while a[last - 1] == b[last - 1] {
-        last -= 1;
-    }
-    Some((first, last))
+    Some((first, first + 1 + last_diff(&a[first..], &b[first..])))
+}
+
+/// Bytes compared per step where rows are long and mostly equal: four words OR-ed together
+/// make one test per 32 bytes (slice equality on 8-byte chunks was a fifth of a scrolling
+/// browser's encode time).
+const STRIDE: usize = 32;
+
+fn differs(a: &[u8], b: &[u8], at: usize) -> bool {
+    (word(a, at) ^ word(b, at))
+        | (word(a, at + 8) ^ word(b, at + 8))
+        | (word(a, at + 16) ^ word(b, at + 16))
+        | (word(a, at + 24) ^ word(b, at + 24))
+        != 0
 }
 
 fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
+    let n = a.len().min(b.len());
     let mut i = 0;
-    while i + 8 <= a.len() && a[i..i + 8] == b[i..i + 8] {
+    while i + STRIDE <= n && !differs(a, b, i) {
+        i += STRIDE;
+    }
+    while i + 8 <= n {
+        let x = word(a, i) ^ word(b, i);
+        if x != 0 {
+            return Some(i + x.trailing_zeros() as usize / 8);
+        }
         i += 8;
     }
-    (i..a.len()).find(|&k| a[k] != b[k])
+    (i..n).find(|&k| a[k] != b[k])
+}
+
+/// The last byte where `a` and `b` differ, when byte 0 does (the search stops there).
+fn last_diff(a: &[u8], b: &[u8]) -> usize {
+    let mut end = a.len().min(b.len());
+    while end >= STRIDE && !differs(a, b, end - STRIDE) {
+        end -= STRIDE;
+    }
+    while end >= 8 {
+        let x = word(a, end - 8) ^ word(b, end - 8);
+        if x != 0 {
+            return end - 1 - x.leading_zeros() as usize / 8;
+        }
+        end -= 8;
+    }
+    (0..end).rev().find(|&k| a[k] != b[k]).unwrap_or(0)
 }
 
 /// Columns closer than this merge into one patch: a patch costs 8 bytes of header, and a run
@@ -494,6 +524,42 @@ fn patch((y0, n, x0, x1): (usize, usize, usize, usize)) -> Rect {
     }
 }
 
+/// The block codecs of a moved-rectangle delta: `plain`, or `dense` when it carries predicted
+/// rectangles. Their residuals are what an entropy coder is for (a video's or a photograph's
+/// pixels): zstd made them 28–36 % smaller than LZ4 on the recorded video and fractal zoom, at
+/// about the same encode time, since predicting them costs more than either codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Codecs {
+    pub plain: BlockCodec,
+    pub dense: BlockCodec,
+}
+
+impl Codecs {
+    /// One codec for every delta.
+    pub fn one(c: BlockCodec) -> Self {
+        Codecs { plain: c, dense: c }
+    }
+
+    /// What a host configured for `plain` sends by default: LZ4 with zstd for dense deltas;
+    /// zstd or raw for everything when configured so.
+    pub fn served(plain: BlockCodec) -> Self {
+        let dense = match plain {
+            BlockCodec::Lz4 => BlockCodec::Zstd(1),
+            c => c,
+        };
+        Codecs { plain, dense }
+    }
+
+    /// The codec of a delta with (`true`) or without predicted rectangles.
+    pub fn of(&self, predicted: bool) -> BlockCodec {
+        if predicted {
+            self.dense
+        } else {
+            self.plain
+        }
+    }
+}
+
 /// Buffers an encoder reuses from frame to frame.
 #[derive(Default)]
 pub struct Scratch {
@@ -503,9 +569,10 @@ pub struct Scratch {
 }
 
 /// Encodes `cur` against `prev` (both `width` wide, with their row hashes) with `moves` into
-/// `out`; returns the plan. Rows no move touches are compared by hash first. With `predict`
-/// (the pictures' plane count; 0 for none), large patches of the first plane whose pixels
-/// predict from their neighbours in fewer bits than their XOR go as predicted rectangles.
+/// `out`; returns the plan and the codec its block is in (`codecs.dense` when it has predicted
+/// rectangles). Rows no move touches are compared by hash first. With `predict` (the pictures'
+/// plane count; 0 for none), large patches of the first plane whose pixels predict from their
+/// neighbours in fewer bits than their XOR go as predicted rectangles.
 #[allow(clippy::too_many_arguments)]
 pub fn encode(
     prev: &[u8],
@@ -514,11 +581,11 @@ pub fn encode(
     prev_hashes: &[u64],
     cur_hashes: &[u64],
     moves: Vec<Move>,
-    codec: BlockCodec,
+    codecs: Codecs,
     predict: usize,
     s: &mut Scratch,
     out: &mut Vec<u8>,
-) -> Result<RectPlan, CodecError> {
+) -> Result<(RectPlan, BlockCodec), CodecError> {
     let mut reference = Reference::new(prev, width, &moves);
     let mut patches = plan_patches(&mut reference, cur, width, Some((prev_hashes, cur_hashes)));
     let h = cur.len().checked_div(width).unwrap_or(0);
@@ -570,9 +637,10 @@ pub fn encode(
     out.clear();
     out.reserve(plan.header_len());
     write_header(&plan, out);
+    let codec = codecs.of(plan.planes > 0);
     codec.compress(&s.xor, &mut s.block)?;
     out.extend_from_slice(&s.block);
-    Ok(plan)
+    Ok((plan, codec))
 }
 
 #[cfg(test)]
@@ -589,6 +657,28 @@ mod tests {
         assert_eq!(diff_span(&a, &b), Some((17, 71)));
         b[99] = 3;
         assert_eq!(diff_span(&a, &b), Some((17, 100)));
+    }
+
+    proptest::proptest! {
+        /// Spans found a word and four words at a time are the spans by definition, at every
+        /// length and every place of the first and last difference.
+        #[test]
+        fn spans_match_their_definition(
+            len in 0usize..200,
+            marks in proptest::collection::vec((0usize..200, 1u8..=255), 0..4),
+        ) {
+            let a: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            let mut b = a.clone();
+            for (at, v) in marks {
+                if at < len {
+                    b[at] ^= v;
+                }
+            }
+            let first = (0..len).find(|&i| a[i] != b[i]);
+            let last = (0..len).rev().find(|&i| a[i] != b[i]);
+            proptest::prop_assert_eq!(diff_span(&a, &b), first.zip(last).map(|(f, l)| (f, l + 1)));
+            proptest::prop_assert_eq!(first_diff(&a, &b), first);
+        }
     }
 
     #[test]

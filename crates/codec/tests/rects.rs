@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use framewire_codec::checksum::{picture_checksum, row_hashes};
 use framewire_codec::motion::{Finder, MIN_CHANGED_ROWS};
-use framewire_codec::rects::{self, Move, Rect, RectPlan};
+use framewire_codec::rects::{self, Codecs, Move, Rect, RectPlan};
 use framewire_codec::{BlockCodec, EncodedKind, HostEncoder, Picture};
 use proptest::prelude::*;
 
@@ -66,20 +66,29 @@ fn decode(pic: &mut Picture, kind: EncodedKind, codec: BlockCodec, out: &[u8]) {
     pic.apply();
 }
 
-/// `cur` through the encoder and into the viewer's picture: the payload, or what differs.
+/// `cur` through the encoder (whose codecs are `codecs`) and into the viewer's picture, in the
+/// codec the encoder said: the payload, or what differs. A delta with predicted rectangles must
+/// be in the dense codec, anything else in the plain one.
 fn round_trip(
     e: &mut HostEncoder,
     pic: &mut Picture,
     cur: &[u8],
     w: usize,
-    codec: BlockCodec,
+    codecs: Codecs,
 ) -> Result<Vec<u8>, String> {
     let (mut hashes, mut out) = (Vec::new(), Vec::new());
     row_hashes(cur, w, &mut hashes);
     let (enc, _) = e
         .encode_hashed(Arc::new(cur.to_vec()), w, &hashes, &mut out)
         .unwrap();
-    decode(pic, enc.kind, codec, &out);
+    let dense = enc.kind == EncodedKind::RectDelta && rects::has_predicted(&out);
+    if enc.codec != codecs.of(dense) {
+        return Err(format!(
+            "{:?} in {:?} (predicted {dense})",
+            enc.kind, enc.codec
+        ));
+    }
+    decode(pic, enc.kind, enc.codec, &out);
     match (pic.equals(cur), pic.checksum() == picture_checksum(cur, w)) {
         (true, true) => Ok(out),
         (same, checksum) => Err(format!("picture equal {same}, checksum equal {checksum}")),
@@ -112,7 +121,7 @@ proptest! {
                 cur = moved(&cur, w, h, r, dx, dy);
                 for (at, v) in edits { cur[at] = v; }
             }
-            round_trip(&mut e, &mut pic, &cur, w, codec).map_err(|m| TestCaseError::fail(format!("picture {i}: {m}")))?;
+            round_trip(&mut e, &mut pic, &cur, w, Codecs::one(codec)).map_err(|m| TestCaseError::fail(format!("picture {i}: {m}")))?;
         }
     }
 
@@ -376,13 +385,22 @@ proptest! {
         seed in any::<u64>(),
         colour in any::<bool>(),
         steps in proptest::collection::vec((step(), proptest::collection::vec((0usize..256, 0usize..160, 8usize..200, 8usize..120), 1..4), any::<u64>()), 1..6),
-        zstd in any::<bool>(),
+        codec in 0..3,
     ) {
         // Tiles are 64 pixels: several across, some cut by the picture's edge.
         let (w, ph) = (256usize, 160usize);
         let planes = if colour { 3 } else { 1 };
-        let codec = if zstd { BlockCodec::Zstd(1) } else { BlockCodec::Lz4 };
-        let mut e = HostEncoder::new(codec, 0).with_rects(true).with_predicted(true).with_planes(planes);
+        // zstd; LZ4; LZ4 with dense deltas in zstd, as served.
+        let codecs = match codec {
+            0 => Codecs::one(BlockCodec::Zstd(1)),
+            1 => Codecs::one(BlockCodec::Lz4),
+            _ => Codecs::served(BlockCodec::Lz4),
+        };
+        let mut e = HostEncoder::new(codecs.plain, 0)
+            .with_dense_codec(codecs.dense)
+            .with_rects(true)
+            .with_predicted(true)
+            .with_planes(planes);
         let mut pic = Picture::new(w as u32, (ph * planes) as u32);
         let mut cur: Vec<u8> = (0..planes).flat_map(|k| page(w, ph, seed ^ k as u64)).collect();
         for i in 0..=steps.len() {
@@ -399,7 +417,7 @@ proptest! {
                     }
                 }
             }
-            round_trip(&mut e, &mut pic, &cur, w, codec).map_err(|m| TestCaseError::fail(format!("picture {i}: {m}")))?;
+            round_trip(&mut e, &mut pic, &cur, w, codecs).map_err(|m| TestCaseError::fail(format!("picture {i}: {m}")))?;
         }
     }
 }
@@ -542,7 +560,7 @@ fn a_moving_picture_wider_than_64_tiles_decodes_exactly() {
             r: (0, 2, w, 60),
         }
         .photo(&mut cur, k, 5 + k as u64);
-        let out = round_trip(&mut e, &mut pic, &cur, w, codec)
+        let out = round_trip(&mut e, &mut pic, &cur, w, Codecs::one(codec))
             .unwrap_or_else(|m| panic!("picture {k}: {m}"));
         if let Ok((plan, _)) = rects::parse_header(&out, w, ph) {
             far += plan

@@ -191,6 +191,12 @@ pub struct ServeArgs {
     /// turning them off lowers the latency of such content.
     #[arg(long)]
     pub no_predicted_rects: bool,
+    /// Send deltas with predicted rectangles in --codec too. By default, with --codec lz4, they
+    /// go in zstd to viewers that declared it: their residuals need an entropy coder (a third
+    /// fewer bytes on a video or a fractal zoom, for the same encode time), and every other
+    /// frame stays LZ4.
+    #[arg(long)]
+    pub no_dense_zstd: bool,
     /// Daylight viewers get a keyframe after N deltas, as they cannot verify pictures
     /// (0 = never). framewire viewers verify every frame and ask when they need one.
     #[arg(long, default_value_t = 60)]

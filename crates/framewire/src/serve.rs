@@ -136,6 +136,7 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         insecure: a.insecure,
         codec: a.codec.codec(),
         predicted_rects: !a.no_predicted_rects,
+        dense_zstd: !a.no_dense_zstd,
         keyframe_interval: a.keyframe_interval,
         control_socket: Some(match &a.control_socket {
             Some(p) => p.clone(),

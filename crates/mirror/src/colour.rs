@@ -66,8 +66,10 @@ impl ColourStage {
         }
         let (w, h) = (captured.width, captured.height);
         let (codec, predicted) = (m.cfg.codec, m.cfg.predicted_rects);
+        let dense = m.cfg.dense_codec();
         let encoder = self.encoder.get_or_insert_with(|| {
             HostEncoder::new(codec, 0)
+                .with_dense_codec(dense)
                 .with_rects(true)
                 .with_predicted(predicted)
                 .with_planes(PLANES)
@@ -125,7 +127,7 @@ impl ColourStage {
             grey: planes,
             checksum,
             content_id: self.content_id,
-            codec,
+            codec: enc.codec,
             planes: PLANES as u32,
         };
         self.last = Some(Arc::new(SourceFrame::new(meta, payload)));

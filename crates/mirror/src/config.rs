@@ -42,6 +42,9 @@ pub struct MirrorConfig {
     /// Moved-rectangle deltas may carry predicted rectangles (viewers that do not declare them
     /// get a full-frame delta for such a frame).
     pub predicted_rects: bool,
+    /// With `codec` LZ4: moved-rectangle deltas with predicted rectangles go in zstd to the
+    /// viewers that declared it (see `framewire_codec::rects::Codecs`).
+    pub dense_zstd: bool,
     pub limit: InflightLimit,
     pub ack_timeout_us: u64,
     /// Appends `protocol viewer wire_seq checksum` for every frame sent.
@@ -62,11 +65,22 @@ impl Default for MirrorConfig {
             row_deltas: true,
             moved_rects: true,
             predicted_rects: true,
+            dense_zstd: true,
             limit: InflightLimit::default(),
             ack_timeout_us: 2_000_000,
             trace_frames: None,
             brightness: 128,
             tuning: Default::default(),
+        }
+    }
+}
+
+impl MirrorConfig {
+    /// The codec of the shared deltas that carry predicted rectangles.
+    pub fn dense_codec(&self) -> BlockCodec {
+        match self.dense_zstd {
+            true => framewire_codec::rects::Codecs::served(self.codec).dense,
+            false => self.codec,
         }
     }
 }

@@ -339,7 +339,7 @@ impl CaptureLoop {
             grey,
             checksum,
             content_id: self.content_id,
-            codec: self.cfg.codec,
+            codec: enc.codec,
         };
         self.retune = false;
         self.publish(SourceFrame::new(meta, payload));
@@ -415,6 +415,7 @@ impl CaptureLoop {
         let none = Encoded {
             kind: EncodedKind::Unchanged,
             payload_len: 0,
+            codec: self.cfg.codec,
         };
         (none, Payload::Fresh, now_us())
     }
@@ -505,6 +506,7 @@ impl CaptureLoop {
 /// An encoder with nothing before it: its next picture is a keyframe.
 fn fresh_encoder(cfg: &crate::MirrorConfig) -> HostEncoder {
     HostEncoder::new(cfg.codec, 0)
+        .with_dense_codec(cfg.dense_codec())
         .with_rects(cfg.moved_rects)
         .with_predicted(cfg.predicted_rects)
 }

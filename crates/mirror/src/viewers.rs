@@ -57,7 +57,10 @@ impl Mirror {
             true => caps::ALL,
             false => caps::ALL & !caps::PREDICTED_RECTS,
         };
-        let n = negotiate(preferred, offered, viewer_caps);
+        let mut n = negotiate(preferred, offered, viewer_caps);
+        if !self.cfg.dense_zstd {
+            n.dense = n.codec;
+        }
         if preferred != n.codec {
             self.counters.codec_fallbacks.inc();
             info!(viewer = viewer.id, codec = ?n.codec, "viewer does not take the configured codec; it gets another");

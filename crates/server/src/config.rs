@@ -47,6 +47,8 @@ pub struct ServerConfig {
     pub moved_rects: bool,
     /// Predicted rectangles in them, for the viewers that declare those too.
     pub predicted_rects: bool,
+    /// With `codec` LZ4, deltas with predicted rectangles in zstd for viewers that declare it.
+    pub dense_zstd: bool,
     pub limit: InflightLimit,
     pub ack_timeout_us: u64,
     pub control_socket: Option<PathBuf>,
@@ -183,6 +185,7 @@ impl Default for ServerConfig {
             row_deltas: true,
             moved_rects: true,
             predicted_rects: true,
+            dense_zstd: true,
             limit: InflightLimit::default(),
             ack_timeout_us: 2_000_000,
             control_socket: None,
@@ -220,6 +223,7 @@ impl ServerConfig {
             row_deltas: self.row_deltas,
             moved_rects: self.moved_rects,
             predicted_rects: self.predicted_rects,
+            dense_zstd: self.dense_zstd,
             limit: self.limit,
             ack_timeout_us: self.ack_timeout_us,
             trace_frames: self.trace_frames.clone(),

@@ -4,6 +4,7 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use framewire_codec::rect_delta::{Pair, RectDeltaMaker};
+use framewire_codec::rects::Codecs;
 use framewire_codec::BlockCodec;
 use framewire_flow::FrameInfo;
 
@@ -49,6 +50,8 @@ pub struct Rebased {
     pub raw_len: usize,
     /// [`DeltaForm::Rows`] or [`DeltaForm::Rects`].
     pub form: DeltaForm,
+    /// The codec of its payload.
+    pub codec: BlockCodec,
 }
 
 /// The form of a frame's shared delta.
@@ -216,14 +219,14 @@ impl SourceFrame {
     }
 
     /// This frame as a delta made for one viewer, which holds `base` (named bases), against
-    /// `base`'s picture (of the same size), in `codec`. With `moved` (the viewer applies
+    /// `base`'s picture (of the same size), in `codecs` (see [`Codecs`]). With `moved` (the viewer applies
     /// moved-rectangle deltas) it is one of those: a page scrolled beside a fixed sidebar or a
     /// dragged window costs its patches, not every row it crossed. Otherwise a row delta (a
     /// shift and the rows that differ; `framewire_codec::rows`).
     pub fn delta_from(
         &self,
         base: &SourceFrame,
-        codec: BlockCodec,
+        codecs: Codecs,
         moved: Option<&mut RectDeltaMaker>,
     ) -> Rebased {
         let w = self.width as usize;
@@ -239,11 +242,12 @@ impl SourceFrame {
                 prev_rows: base.row_hashes(),
                 cur_rows: self.row_hashes(),
             };
-            let plan = m.make(pair, codec, &mut out).expect(BOUNDED);
+            let (plan, codec) = m.make(pair, codecs, &mut out).expect(BOUNDED);
             return Rebased {
                 payload: Bytes::from(out),
                 raw_len: plan.block_bytes(),
                 form: DeltaForm::Rects,
+                codec,
             };
         }
         let plan = framewire_codec::rows::plan(base.row_hashes(), self.row_hashes());
@@ -253,7 +257,7 @@ impl SourceFrame {
             &self.grey,
             w,
             &plan,
-            codec,
+            codecs.plain,
             &mut scratch,
             &mut out,
         )
@@ -262,6 +266,7 @@ impl SourceFrame {
             payload: Bytes::from(out),
             raw_len: plan.rows() * w,
             form: DeltaForm::Rows,
+            codec: codecs.plain,
         }
     }
 

@@ -196,11 +196,11 @@ struct Retained {
 fn rebased_delta(
     f: &SourceFrame,
     base: &SourceFrame,
-    codec: framewire_codec::BlockCodec,
+    codecs: framewire_codec::rects::Codecs,
     moved: Option<&Mutex<RectDeltaMaker>>,
 ) -> Rebased {
     let mut maker = moved.map(|m| m.lock().unwrap_or_else(|e| e.into_inner()));
-    f.delta_from(base, codec, maker.as_deref_mut())
+    f.delta_from(base, codecs, maker.as_deref_mut())
 }
 
 impl Retained {
@@ -417,10 +417,10 @@ impl<W: Wire> HostSession<W> {
             return (plan, self.wire.pending_work(f, plan));
         };
         b.rebase = Some(base.clone());
-        let (made, f, codec) = (b.made.clone(), f.clone(), self.wire.codec());
+        let (made, f, codecs) = (b.made.clone(), f.clone(), self.wire.codecs());
         let moved = self.wire.rects().then(|| b.moved.clone());
         let work: Work = Box::new(move || {
-            let d = rebased_delta(&f, &base, codec, moved.as_deref());
+            let d = rebased_delta(&f, &base, codecs, moved.as_deref());
             *made.lock().unwrap_or_else(|e| e.into_inner()) = Some(d);
         });
         (plan, Some(work))
@@ -455,7 +455,7 @@ impl<W: Wire> HostSession<W> {
                 // work was not run.
                 let delta = made.unwrap_or_else(|| {
                     let moved = self.wire.rects().then_some(&*self.bases.moved);
-                    rebased_delta(f, &base, self.wire.codec(), moved)
+                    rebased_delta(f, &base, self.wire.codecs(), moved)
                 });
                 independent = self
                     .bases

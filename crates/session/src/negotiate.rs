@@ -7,8 +7,12 @@ use framewire_proto::v1::{caps, Codec};
 /// What one viewer gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Negotiated {
-    /// The block codec of every frame sent to this viewer.
+    /// The block codec of every frame sent to this viewer, except `dense` ones.
     pub codec: Codec,
+    /// The codec of moved-rectangle deltas with predicted rectangles: zstd when `codec` is LZ4
+    /// and the viewer declared zstd (an entropy coder is what their residuals need), else
+    /// `codec`.
+    pub dense: Codec,
     /// The capabilities both sides have (the Welcome's).
     pub caps: u32,
     /// The viewer understands Unchanged packets; without them an unchanged frame sends nothing.
@@ -43,8 +47,13 @@ pub fn negotiate(preferred: Codec, host_caps: u32, viewer_caps: u32) -> Negotiat
         .into_iter()
         .find(|&c| codec_cap(c) & both == codec_cap(c))
         .unwrap_or(Codec::Raw);
+    let dense = match codec {
+        Codec::Lz4 if both & caps::ZSTD != 0 => Codec::Zstd,
+        c => c,
+    };
     Negotiated {
         codec,
+        dense,
         caps: both,
         unchanged: both & caps::UNCHANGED != 0,
         rects: both & caps::MOVED_RECTS != 0,
@@ -89,6 +98,17 @@ mod tests {
         );
     }
 
+    #[test]
+    fn dense_deltas_are_zstd_only_beside_lz4_and_only_for_viewers_with_zstd() {
+        let dense = |p, h, v| negotiate(p, h, v).dense;
+        assert_eq!(dense(Codec::Lz4, caps::ALL, caps::ALL), Codec::Zstd);
+        assert_eq!(dense(Codec::Lz4, caps::ALL, BROWSER), Codec::Lz4);
+        assert_eq!(dense(Codec::Lz4, caps::LZ4, caps::ALL), Codec::Lz4);
+        assert_eq!(dense(Codec::Zstd, caps::ALL, caps::ALL), Codec::Zstd);
+        // A host configured for raw sends raw, dense or not.
+        assert_eq!(dense(Codec::Raw, caps::ALL, caps::ALL), Codec::Raw);
+    }
+
     proptest! {
         /// Whatever both sides declare, the codec chosen is one both have (raw needs nothing),
         /// and the Welcome never claims a capability either side lacks.
@@ -97,6 +117,7 @@ mod tests {
             let preferred = [Codec::Raw, Codec::Lz4, Codec::Zstd][p as usize];
             let n = negotiate(preferred, host, viewer);
             prop_assert_eq!(codec_cap(n.codec) & !(host & viewer), 0);
+            prop_assert_eq!(codec_cap(n.dense) & !(host & viewer), 0);
             prop_assert_eq!(n.caps & !(host & viewer), 0);
             if codec_cap(preferred) & host & viewer == codec_cap(preferred) {
                 prop_assert_eq!(n.codec, preferred);

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use framewire_codec::rects::Codecs;
 use framewire_codec::BlockCodec;
 use framewire_flow::Plan;
 
@@ -60,8 +61,8 @@ pub trait Wire: Send + 'static {
     fn names_bases(&self) -> bool {
         false
     }
-    /// The codec of this viewer's payloads.
-    fn codec(&self) -> BlockCodec;
+    /// The codecs of payloads made for this viewer (see [`Codecs`]).
+    fn codecs(&self) -> Codecs;
     /// Whether this viewer applies moved-rectangle deltas, so a delta made for it alone
     /// ([`Wire::rebased`]) may be one.
     fn rects(&self) -> bool {

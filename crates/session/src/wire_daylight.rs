@@ -80,8 +80,8 @@ impl Wire for DaylightWire {
         Outgoing::NOTHING
     }
 
-    fn codec(&self) -> BlockCodec {
-        BlockCodec::Lz4
+    fn codecs(&self) -> framewire_codec::rects::Codecs {
+        framewire_codec::rects::Codecs::one(BlockCodec::Lz4)
     }
 
     /// Never planned: the app's deltas name no base.

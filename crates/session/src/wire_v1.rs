@@ -1,6 +1,7 @@
 //! How planned frames and commands become framewire v1 bytes.
 
 use bytes::{Bytes, BytesMut};
+use framewire_codec::rects::Codecs;
 use framewire_codec::BlockCodec;
 use framewire_proto::v1::{self, CommandCode, FrameHeader, Packet, PixelFormat};
 
@@ -33,6 +34,8 @@ pub fn codec_from_wire(c: v1::Codec) -> BlockCodec {
 /// it takes Unchanged packets.
 pub struct V1Wire {
     pub codec: BlockCodec,
+    /// The codec of moved-rectangle deltas with predicted rectangles (see [`Codecs`]).
+    pub dense: BlockCodec,
     pub unchanged: bool,
     /// It applies moved-rectangle deltas.
     pub rects: bool,
@@ -46,6 +49,7 @@ impl V1Wire {
     pub fn new(n: Negotiated) -> Self {
         V1Wire {
             codec: codec_from_wire(n.codec),
+            dense: codec_from_wire(n.dense),
             unchanged: n.unchanged,
             rects: n.rects,
             predicted: n.predicted,
@@ -55,6 +59,7 @@ impl V1Wire {
 
     fn body<'a>(
         &self,
+        codec: BlockCodec,
         keyframe: bool,
         form: DeltaForm,
         raw_len: usize,
@@ -62,7 +67,7 @@ impl V1Wire {
         payload: &'a Bytes,
     ) -> Body<'a> {
         Body {
-            codec: self.codec,
+            codec,
             keyframe,
             form,
             raw_len,
@@ -71,7 +76,7 @@ impl V1Wire {
         }
     }
 
-    /// The frame's shared payloads are in this viewer's codec and a form it reads.
+    /// The frame's shared payloads are in a codec this viewer reads and a form it reads.
     fn shares(&self, f: &SourceFrame) -> bool {
         let readable = match f.shared_delta() {
             Some((p, DeltaForm::Rects)) => {
@@ -79,7 +84,8 @@ impl V1Wire {
             }
             _ => true,
         };
-        codec_to_wire(f.codec) == codec_to_wire(self.codec) && readable
+        let codec = codec_to_wire(f.codec);
+        (codec == codec_to_wire(self.codec) || codec == codec_to_wire(self.dense)) && readable
     }
 }
 
@@ -163,7 +169,7 @@ impl Wire for V1Wire {
 
     fn keyframe(&mut self, f: &SourceFrame, out: &mut BytesMut) -> (Outgoing, bool) {
         let (p, fresh) = f.keyframe(self.codec);
-        let b = self.body(true, DeltaForm::Full, f.grey.len(), None, &p);
+        let b = self.body(self.codec, true, DeltaForm::Full, f.grey.len(), None, &p);
         (frame_packet(f, b, out), fresh)
     }
 
@@ -172,13 +178,20 @@ impl Wire for V1Wire {
             let (p, _) = f
                 .full_delta(self.codec)
                 .expect("a frame with a delta base carries its delta");
-            let b = self.body(false, DeltaForm::Full, f.grey.len(), Some(base), &p);
+            let b = self.body(
+                self.codec,
+                false,
+                DeltaForm::Full,
+                f.grey.len(),
+                Some(base),
+                &p,
+            );
             return frame_packet(f, b, out);
         }
         let (p, form) = f
             .shared_delta()
             .expect("a frame with a delta base carries its delta");
-        let b = self.body(false, form, data_len(p, form, f), Some(base), p);
+        let b = self.body(f.codec, false, form, data_len(p, form, f), Some(base), p);
         frame_packet(f, b, out)
     }
 
@@ -186,8 +199,11 @@ impl Wire for V1Wire {
         self.named_bases
     }
 
-    fn codec(&self) -> BlockCodec {
-        self.codec
+    fn codecs(&self) -> Codecs {
+        Codecs {
+            plain: self.codec,
+            dense: self.dense,
+        }
     }
 
     fn rects(&self) -> bool {
@@ -199,7 +215,7 @@ impl Wire for V1Wire {
     }
 
     fn rebased(&mut self, f: &SourceFrame, base: u64, d: Rebased, out: &mut BytesMut) -> Outgoing {
-        let b = self.body(false, d.form, d.raw_len, Some(base), &d.payload);
+        let b = self.body(d.codec, false, d.form, d.raw_len, Some(base), &d.payload);
         frame_packet(f, b, out)
     }
 

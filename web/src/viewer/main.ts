@@ -116,6 +116,7 @@ function handle(p: v1.Packet, recvUs: number, recvMs: number): boolean {
       try {
         picture.apply(p.flags, p.codec, p.rawLen, p.payload);
         stats.codec = codecName(p.codec);
+        if (p.codec === v1.Codec.Zstd) stats.zstdFrames++;
         if ((p.flags & v1.FrameFlags.RectDelta) !== 0 && p.payload.length >= 2 && (p.payload[1]! & 0x80) !== 0) {
           stats.predictedFrames++;
         }
@@ -326,6 +327,7 @@ window.framewire = {
     checksumFailures: stats.checksumFailures,
     decodeErrors: stats.decodeErrors,
     predictedFrames: stats.predictedFrames,
+    zstdFrames: stats.zstdFrames,
     codec: stats.codec,
     reconnects: stats.reconnects,
     bytes: stats.bytes,

@@ -34,6 +34,8 @@ export class ViewerStats {
   decodeErrors = 0;
   /** Moved-rectangle deltas applied that carried predicted rectangles. */
   predictedFrames = 0;
+  /** Frames applied whose payload was zstd (by default, the deltas with predicted rectangles). */
+  zstdFrames = 0;
   /** The codec of the last frame applied (lz4, zstd or raw). */
   codec = "";
   bytes = 0;

@@ -70,6 +70,9 @@ test("in colour, a desktop with moving colour is drawn exactly: canvas pixels re
     assert.deepEqual([s.width, s.height, s.planes], [800, 600, 3]);
     // The scene's small video comes as predicted rectangles (pixels from their neighbours).
     assert.ok(s.predictedFrames > 0, `predicted frames: ${s.predictedFrames} of ${s.frames}`);
+    // They come in zstd (the page declares it; their residuals need an entropy coder), and
+    // every other frame in LZ4.
+    assert.equal(s.zstdFrames, s.predictedFrames, "zstd frames are the predicted ones");
     const shot = await page.evaluate(() => window.framewire.readback());
     const rgb = Uint8Array.from(shot.pixels);
     assert.equal(rgb.length, 800 * 600 * 3);
