@@ -96,21 +96,41 @@ impl Tables {
         self.touched = true;
     }
 
-    /// The residual of `v` against entry `k` of table 1 or 2 (`second`), or `spatial` (its
-    /// residual against its neighbours) when the entry is empty; then the entry learns `v`,
-    /// logged to be undone.
-    #[inline(always)]
-    fn learn(&mut self, second: bool, k: usize, v: u8, spatial: u8) -> u8 {
-        let t = if second { &mut self.t2 } else { &mut self.t1 };
-        let res = match t[k] {
-            EMPTY => spatial,
-            e => v.wrapping_sub(e as u8),
-        };
-        if t[k] != v as i16 {
-            self.undo.push((second, k as u32, t[k]));
-            t[k] = v as i16;
+    /// For each pixel of a row in order (planes G, 1 and 2; their spatial residuals): the
+    /// residuals of planes 1 and 2 against table 1 (keyed by G) and table 2 (by G and plane 1),
+    /// or their spatial residuals where the entry is empty; then the entries learn the pixel,
+    /// logged to be undone. Every write is logged, changed or not: on noise whether it changes
+    /// is a coin toss, and a mispredicted branch cost more than the log entry.
+    fn learn_row(
+        &mut self,
+        (g, p1, p2): (&[u8], &[u8], &[u8]),
+        (s1, s2): (&[u8], &[u8]),
+        (c1, c2): (&mut [u8], &mut [u8]),
+    ) {
+        // As arrays, indexed by a byte or two, the tables need no bounds checks.
+        let t1: &mut [i16; 256] = self.t1.as_mut_slice().try_into().expect("256 entries");
+        let t2: &mut [i16; 65536] = self.t2.as_mut_slice().try_into().expect("65536 entries");
+        let undo = &mut self.undo;
+        let pixels = g.iter().zip(p1).zip(p2).zip(s1.iter().zip(s2));
+        for ((((&g, &v1), &v2), (&s1, &s2)), (c1, c2)) in pixels.zip(c1.iter_mut().zip(c2)) {
+            let k1 = g as usize;
+            let k2 = (k1 << 8) | v1 as usize;
+            let (o1, o2) = (t1[k1], t2[k2]);
+            *c1 = if o1 == EMPTY {
+                s1
+            } else {
+                v1.wrapping_sub(o1 as u8)
+            };
+            *c2 = if o2 == EMPTY {
+                s2
+            } else {
+                v2.wrapping_sub(o2 as u8)
+            };
+            undo.push((false, k1 as u32, o1));
+            t1[k1] = v1 as i16;
+            undo.push((true, k2 as u32, o2));
+            t2[k2] = v2 as i16;
         }
-        res
     }
 
     fn rollback(&mut self) {
@@ -299,34 +319,43 @@ fn unpredict(
 }
 
 /// Estimated bits of one residual or XOR byte: nothing for a zero (runs of them compress to
-/// almost nothing), else its magnitude's bits and two more.
+/// almost nothing), else its magnitude's bits (as a signed byte) and two more. Written as a
+/// sum of comparisons, not a table, so that sums over a row run 32 bytes at a time.
 #[inline(always)]
-fn bits(b: u8) -> u64 {
-    BITS[b as usize] as u64
+fn bits(b: u8) -> u8 {
+    let a = (b as i8).unsigned_abs();
+    3 * (a > 0) as u8
+        + (a > 1) as u8
+        + (a > 3) as u8
+        + (a > 7) as u8
+        + (a > 15) as u8
+        + (a > 31) as u8
+        + (a > 63) as u8
+        + (a > 127) as u8
 }
-
-const BITS: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut b = 1;
-    while b < 256 {
-        t[b] = 2 + (8 - (b as u8 as i8).unsigned_abs().leading_zeros()) as u8;
-        b += 1;
-    }
-    t
-};
 
 /// Estimated bits of XOR bytes.
 pub fn xor_bits(a: &[u8], b: &[u8]) -> u64 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| BITS[(x ^ y) as usize] as u32)
-        .sum::<u32>() as u64
+    let chunks = a.chunks(LANE_SUM).zip(b.chunks(LANE_SUM));
+    chunks
+        .map(|(x, y)| {
+            x.iter()
+                .zip(y)
+                .map(|(p, q)| bits(p ^ q) as u16)
+                .sum::<u16>() as u64
+        })
+        .sum()
 }
 
 /// Estimated bits of residual bytes.
 fn residual_bits(r: &[u8]) -> u64 {
-    r.iter().map(|&b| BITS[b as usize] as u32).sum::<u32>() as u64
+    r.chunks(LANE_SUM)
+        .map(|c| c.iter().map(|&b| bits(b) as u16).sum::<u16>() as u64)
+        .sum()
 }
+
+/// Bytes summed in u16 lanes before they are added up: at most 10 bits each, no overflow.
+const LANE_SUM: usize = 2048;
 
 /// The encoder's side: residuals of the rectangles chosen so far, plane by plane.
 #[derive(Default)]
@@ -378,14 +407,17 @@ impl Residuals {
         // Spatial residuals depend only on the tile's own pixels (no table): the first plane
         // first, which alone may already cost more than the XOR.
         let n = rw * rh;
+        let mut est0 = 0;
         for k in 0..planes {
             self.spatial[k].resize(n, 0);
             spatial_residuals(&self.tile[k], rw, rh, &mut self.spatial[k]);
-            if k == 0 && residual_bits(&self.spatial[0]) >= xor_bits {
-                return None;
+            if k == 0 {
+                est0 = residual_bits(&self.spatial[0]);
+                if est0 >= xor_bits {
+                    return None;
+                }
             }
         }
-        let est0 = residual_bits(&self.spatial[0]);
         if planes == 1 {
             self.planes[0].extend_from_slice(&self.spatial[0]);
             return Some(Mode::Neighbours);
@@ -393,23 +425,27 @@ impl Residuals {
         // The colour planes both ways; the tables change the same either way.
         let t = &mut self.tables;
         t.mark();
+        t.undo.reserve(2 * n);
         let (mut by_neighbours, mut by_cache) = (0u64, 0u64);
         let [g, p1, p2] = &self.tile;
         let [_, s1, s2] = &self.spatial;
         let [_, c1, c2] = &mut self.cached;
         c1.resize(n, 0);
         c2.resize(n, 0);
-        for at in 0..n {
+        for row in (0..rh).map(|i| i * rw..(i + 1) * rw) {
             // Already over either way: the rest would not bring it back under.
-            if at % rw == 0 && est0 + by_neighbours.min(by_cache) >= xor_bits {
+            if est0 + by_neighbours.min(by_cache) >= xor_bits {
                 t.rollback();
                 return None;
             }
-            let k1 = g[at] as usize;
-            c1[at] = t.learn(false, k1, p1[at], s1[at]);
-            c2[at] = t.learn(true, (k1 << 8) | p1[at] as usize, p2[at], s2[at]);
-            by_neighbours += bits(s1[at]) + bits(s2[at]);
-            by_cache += bits(c1[at]) + bits(c2[at]);
+            t.learn_row(
+                (&g[row.clone()], &p1[row.clone()], &p2[row.clone()]),
+                (&s1[row.clone()], &s2[row.clone()]),
+                (&mut c1[row.clone()], &mut c2[row.clone()]),
+            );
+            // The bits a row at a time, 16 or 32 bytes an instruction.
+            by_neighbours += residual_bits(&s1[row.clone()]) + residual_bits(&s2[row.clone()]);
+            by_cache += residual_bits(&c1[row.clone()]) + residual_bits(&c2[row]);
         }
         if est0 + by_neighbours.min(by_cache) >= xor_bits {
             t.rollback();
@@ -627,6 +663,28 @@ mod tests {
         assert_eq!(med(10, 20, 5), 20, "c below both: the larger");
         assert_eq!(med(10, 20, 15), 15, "between: a + b - c");
         assert_eq!(med(200, 100, 150), 150);
+    }
+
+    /// The estimate by comparisons is its definition: zero for zero, else the bit length of the
+    /// byte's magnitude as a signed byte, plus two.
+    #[test]
+    fn bits_are_the_magnitude_s_length_and_two() {
+        for b in 0..=255u8 {
+            let a = (b as i8).unsigned_abs();
+            let want = if b == 0 {
+                0
+            } else {
+                2 + 8 - a.leading_zeros() as u8
+            };
+            assert_eq!(bits(b), want, "byte {b}");
+        }
+        let row: Vec<u8> = (0..5000u32).map(|i| (i * 37) as u8).collect();
+        let by_byte: u64 = row.iter().map(|&b| bits(b) as u64).sum();
+        assert_eq!(
+            residual_bits(&row),
+            by_byte,
+            "sums across the u16 lanes' flushes"
+        );
     }
 
     /// The branchless clamp is JPEG-LS's three-way choice for every a, b and c.
