@@ -219,10 +219,10 @@ impl SourceFrame {
     }
 
     /// This frame as a delta made for one viewer, which holds `base` (named bases), against
-    /// `base`'s picture (of the same size), in `codecs` (see [`Codecs`]). With `moved` (the viewer applies
-    /// moved-rectangle deltas) it is one of those: a page scrolled beside a fixed sidebar or a
-    /// dragged window costs its patches, not every row it crossed. Otherwise a row delta (a
-    /// shift and the rows that differ; `framewire_codec::rows`).
+    /// `base`'s picture (of the same size), in `codecs` (see [`Codecs`]). With `moved` (the
+    /// viewer applies moved-rectangle deltas) it is one of those: a page scrolled beside a fixed
+    /// sidebar or a dragged window costs its patches, not every row it crossed. Otherwise a row
+    /// delta (a shift and the rows that differ; `framewire_codec::rows`).
     pub fn delta_from(
         &self,
         base: &SourceFrame,
