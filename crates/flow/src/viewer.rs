@@ -480,6 +480,27 @@ impl ViewerFlow {
         self.stats.bases_missing += 1;
     }
 
+    /// Whether, offered `newest` when it missed `previous` (the frame whose picture `newest`'s
+    /// shared delta applies to, or repeats), this viewer can take `previous` as a plain delta
+    /// now and `newest` as one, or as Unchanged, after it. Otherwise `newest` would be made
+    /// again for it alone, against the picture it holds ([`Plan::Rebased`]), or sent whole:
+    /// an encode the shared payloads already did. Nothing is pending that needs another plan
+    /// (a keyframe or rebase asked for, a probe).
+    pub fn catches_up_with(&self, newest: &FrameInfo, previous: &FrameInfo) -> bool {
+        let r = self.reference;
+        let follows = newest.delta_base == Some(previous.content_id)
+            || newest.content_id == previous.content_id;
+        !self.keyframe_requested
+            && !self.rebase_requested
+            && self.probe_allowed.is_none()
+            && r.is_some()
+            && newest.delta_base != r
+            && follows
+            && previous.delta_base == r
+            && !previous.keyframe
+            && self.last_seq.is_none_or(|l| previous.seq > l)
+    }
+
     /// Decides what `f` becomes for this viewer and commits to it: the caller sends it.
     pub fn plan(&mut self, f: &FrameInfo) -> Plan {
         self.plan_with_bases(f, Bases::default())
@@ -611,6 +632,56 @@ mod tests {
             delta_base: seq.checked_sub(1),
             keyframe: seq == 0,
         }
+    }
+
+    /// A viewer that missed frame 2 catches up with it before frame 3: both go as plain
+    /// deltas, nothing is made again for it, and nothing counts as skipped.
+    #[test]
+    fn a_viewer_one_frame_behind_catches_up_with_the_shared_deltas() {
+        let mut v = flow();
+        v.plan(&changing(0));
+        v.plan(&changing(1));
+        let (previous, newest) = (changing(2), changing(3));
+        assert!(v.catches_up_with(&newest, &previous));
+        // Not with a frame two behind (3's delta needs 2), nor with an unrelated one.
+        assert!(!v.catches_up_with(&changing(4), &previous));
+        assert!(!v.catches_up_with(&newest, &changing(1)));
+        assert_eq!(v.plan(&previous), Plan::Delta);
+        // Now in step: the newest is a plain delta, no catching up.
+        assert!(!v.catches_up_with(&newest, &previous));
+        assert_eq!(v.plan(&newest), Plan::Delta);
+        assert_eq!((v.stats().skipped, v.stats().rebased), (0, 0));
+        // Without catching up, the same viewer would have skipped one and been rebased.
+        let mut w = flow();
+        w.plan(&changing(0));
+        w.plan(&changing(1));
+        w.plan_with_bases(
+            &newest,
+            Bases {
+                reference: Some(1),
+                ..Default::default()
+            },
+        );
+        assert_eq!((w.stats().skipped, w.stats().rebased), (1, 1));
+        // The newest repeating the picture the viewer missed: that picture, then Unchanged.
+        let mut u = flow();
+        u.plan(&changing(0));
+        u.plan(&changing(1));
+        let repeat = FrameInfo {
+            seq: 3,
+            content_id: 2,
+            delta_base: None,
+            keyframe: false,
+        };
+        assert!(u.catches_up_with(&repeat, &previous));
+        assert_eq!(u.plan(&previous), Plan::Delta);
+        assert_eq!(u.plan(&repeat), Plan::Unchanged);
+        // A keyframe asked for comes first: no catching up.
+        let mut k = flow();
+        k.plan(&changing(0));
+        k.plan(&changing(1));
+        k.request_keyframe();
+        assert!(!k.catches_up_with(&newest, &previous));
     }
 
     #[test]

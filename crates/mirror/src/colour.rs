@@ -130,7 +130,11 @@ impl ColourStage {
             codec: enc.codec,
             planes: PLANES as u32,
         };
-        self.last = Some(Arc::new(SourceFrame::new(meta, payload)));
+        let frame = Arc::new(SourceFrame::new(meta, payload));
+        if let Some(prev) = &self.last {
+            frame.follow(prev);
+        }
+        self.last = Some(frame);
         m.colour_frames.send_replace(self.last.clone());
     }
 
@@ -154,6 +158,7 @@ impl ColourStage {
             prev.again(seq, capture_us),
             Payload::Unchanged,
         ));
+        f.follow(&prev);
         self.last = Some(f.clone());
         m.colour_frames.send_replace(Some(f));
     }

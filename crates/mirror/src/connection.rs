@@ -109,14 +109,24 @@ async fn sleep_for(us: Option<u64>) {
 }
 
 /// Offers the newest frame: planned by the session, compressed off the async workers when it
-/// needs compressing, then sent.
+/// needs compressing, then sent. When the viewer missed the frame before it and can catch up
+/// ([`HostSession::catches_up_with`]), that one goes first, and the newest stays offered.
 async fn offer<W: Wire>(
     session: &mut HostSession<W>,
     mirror: &Mirror,
     frames: &mut tokio::sync::watch::Receiver<Option<Arc<SourceFrame>>>,
 ) -> io::Result<()> {
-    let Some(f) = frames.borrow_and_update().clone() else {
+    let Some(newest) = frames.borrow_and_update().clone() else {
         return Ok(());
+    };
+    let f = match newest.previous() {
+        Some(p) if session.catches_up_with(&newest, &p) => {
+            mirror.counters.frames_caught_up.inc();
+            // Offered again as soon as the flow has room.
+            frames.mark_changed();
+            p
+        }
+        _ => newest,
     };
     let (plan, work) = session.plan_frame(&f);
     if let Some(work) = work {

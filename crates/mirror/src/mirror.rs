@@ -55,6 +55,9 @@ counter_set! {
         replay_pictures: Counter,
         replay_loops: Counter,
         codec_fallbacks: Counter,
+        /// Frames a viewer had missed, sent before the newest because both shared deltas,
+        /// already made, cross its path quickly (instead of a delta made for it alone).
+        frames_caught_up: Counter,
         commands_lagged: Counter,
         deltas_sent_as_keyframes: Counter,
         viewer_checksum_mismatch: Counter,

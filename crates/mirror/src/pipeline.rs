@@ -497,6 +497,9 @@ impl CaptureLoop {
     /// The newest frame, for every viewer and the export.
     fn publish(&mut self, frame: SourceFrame) {
         let frame = Arc::new(frame);
+        if let Some(prev) = &self.last {
+            frame.follow(prev);
+        }
         self.last = Some(frame.clone());
         self.mirror.frames.send_replace(Some(frame));
         self.next_seq();

@@ -1,6 +1,6 @@
 //! A captured frame as every viewer shares it: the grey picture, and its payloads encoded once.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use framewire_codec::rect_delta::{Pair, RectDeltaMaker};
@@ -107,6 +107,9 @@ pub struct SourceFrame {
     /// codec.
     keyframes: [OnceLock<Bytes>; 3],
     hashes: OnceLock<Vec<u64>>,
+    /// The frame published before this one, while this one is the newest ([`SourceFrame::follow`]):
+    /// a viewer that missed it can still take it and then this one as shared deltas.
+    previous: Mutex<Option<Arc<SourceFrame>>>,
 }
 
 impl std::ops::Deref for SourceFrame {
@@ -133,7 +136,33 @@ impl SourceFrame {
             full_deltas: Default::default(),
             keyframes: Default::default(),
             hashes: OnceLock::new(),
+            previous: Mutex::new(None),
         }
+    }
+
+    /// This frame is published after `prev`: it keeps `prev` as its previous frame, or, when
+    /// `prev` only repeats the picture before it (Unchanged), the frame that made that picture:
+    /// this frame's delta applies to it. `prev` lets go of its own, so no more than two frames
+    /// hang together.
+    pub fn follow(&self, prev: &Arc<SourceFrame>) {
+        let before = prev
+            .previous
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let keep = match (&prev.payload, before) {
+            (Payload::Unchanged, Some(b)) if b.content_id == prev.content_id => b,
+            _ => prev.clone(),
+        };
+        *self.previous.lock().unwrap_or_else(|e| e.into_inner()) = Some(keep);
+    }
+
+    /// The frame published before this one, while this one is the newest.
+    pub fn previous(&self) -> Option<Arc<SourceFrame>> {
+        self.previous
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn info(&self) -> FrameInfo {

@@ -36,6 +36,9 @@ const CONTROL_QUEUE: usize = 64;
 /// acknowledges can be the base of a later delta. The in-flight limit keeps it below this; a
 /// viewer that never ACKs costs at most this many pictures.
 const RETAINED: usize = 16;
+/// A viewer that missed a frame catches up with it when it crosses the path within this long
+/// (µs; half a capture interval at 60 fps), else it gets the next frame made for it alone.
+pub const CATCH_UP_WITHIN_US: u64 = 8_000;
 
 /// How the host treats this viewer.
 #[derive(Debug, Clone)]
@@ -327,6 +330,24 @@ impl<W: Wire> HostSession<W> {
         let b = &mut self.bases;
         b.path.on_counters(sent_packets, lost_packets, now);
         b.path_clean = b.path.clean(now) && self.flow.keeping_up(now);
+    }
+
+    /// Whether to offer `previous` before `newest` (see [`ViewerFlow::catches_up_with`]): on a
+    /// path that loses no frame, when `previous`'s payload crosses it within
+    /// [`CATCH_UP_WITHIN_US`] at the measured delivery rate. A viewer that fell one frame
+    /// behind (an ACK late while other programs had the cores) then gets the two shared
+    /// deltas, already made, instead of a delta made again for it alone: on a live video with
+    /// predicted rectangles those second encodes were what kept it behind.
+    pub fn catches_up_with(&self, newest: &SourceFrame, previous: &SourceFrame) -> bool {
+        let bytes = previous.shared_delta().map_or(0, |(p, _)| p.len() as u64);
+        let quick = self
+            .flow
+            .link_estimate()
+            .filter(|e| e.rate_bytes_per_s > 0)
+            .is_none_or(|e| e.time_us(bytes) <= CATCH_UP_WITHIN_US);
+        !self.bases.prefer_acknowledged
+            && quick
+            && self.flow.catches_up_with(&newest.info(), &previous.info())
     }
 
     /// What the delivery-rate estimator believes of the path (viewers with named bases).

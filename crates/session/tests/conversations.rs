@@ -250,6 +250,66 @@ fn a_checksum_mismatch_brings_a_forced_keyframe() {
 
 /// A viewer whose deltas name their base resyncs with a delta against the picture it will
 /// hold; one without gets a keyframe.
+/// A viewer that missed one frame takes it and then the newest as the shared deltas, as the
+/// runtime offers them (`SourceFrame::previous`), and every picture verifies; on a path that
+/// may lose frames (QUIC), the newest is made for it alone instead.
+#[test]
+fn a_viewer_one_frame_behind_catches_up_with_the_shared_deltas() {
+    let (mut host, mut viewer, mut src) = (v1_session(), Viewer::new(), Source::new());
+    let frames: Vec<Arc<SourceFrame>> = (0..4).map(|i| src.frame(i * 16_000, false)).collect();
+    for w in frames.windows(2) {
+        w[1].follow(&w[0]);
+    }
+    // Only the newest frame keeps its previous one.
+    assert!(frames[1].previous().is_none() && frames[2].previous().is_none());
+    let previous = frames[3]
+        .previous()
+        .expect("the newest keeps the frame before it");
+    assert_eq!(previous.seq, frames[2].seq);
+    let mut now = 0;
+    let mut plans = Vec::new();
+    for f in [&frames[0], &frames[1]] {
+        plans.push(offer(&mut host, now, f));
+        let (bytes, _) = drain(&mut host);
+        let acks = viewer.receive(&bytes, now + 500, None);
+        host.handle_bytes(now + 500, &acks);
+        now += 16_000;
+    }
+    // Frame 2 was never offered (the flow had no room): frame 3 is the newest.
+    assert!(host.catches_up_with(&frames[3], &previous));
+    for f in [&previous, &frames[3]] {
+        plans.push(offer(&mut host, now, f));
+        let (bytes, _) = drain(&mut host);
+        let acks = viewer.receive(&bytes, now + 500, None);
+        host.handle_bytes(now + 500, &acks);
+    }
+    assert_eq!(
+        plans,
+        [
+            Plan::Keyframe { forced: false },
+            Plan::Delta,
+            Plan::Delta,
+            Plan::Delta
+        ]
+    );
+    let s = host.flow_stats();
+    assert_eq!((s.skipped, s.rebased, s.forced_keyframes), (0, 0, 0));
+    assert!(viewer.frames.iter().all(|&(_, _, good)| good));
+    assert_eq!(viewer.frames.len(), 4);
+
+    // The same frames to a viewer on a path that may lose them: no catching up.
+    let n = negotiate(v1::Codec::Lz4, caps::ALL, caps::ALL);
+    let dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
+    let lossy = HostConfig {
+        frames_may_be_lost: true,
+        ..config()
+    };
+    let mut quic = HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), lossy);
+    offer(&mut quic, 0, &frames[0]);
+    offer(&mut quic, 16_000, &frames[1]);
+    assert!(!quic.catches_up_with(&frames[3], &previous));
+}
+
 #[test]
 fn a_slow_viewer_skips_frames_then_resyncs_exactly() {
     for named in [false, true] {
