@@ -638,9 +638,14 @@ mod tests {
     /// deltas, nothing is made again for it, and nothing counts as skipped.
     #[test]
     fn a_viewer_one_frame_behind_catches_up_with_the_shared_deltas() {
-        let mut v = flow();
-        v.plan(&changing(0));
-        v.plan(&changing(1));
+        // A viewer that took frames 0 and 1.
+        let at_1 = || {
+            let mut v = flow();
+            v.plan(&changing(0));
+            v.plan(&changing(1));
+            v
+        };
+        let mut v = at_1();
         let (previous, newest) = (changing(2), changing(3));
         assert!(v.catches_up_with(&newest, &previous));
         // Not with a frame two behind (3's delta needs 2), nor with an unrelated one.
@@ -652,9 +657,7 @@ mod tests {
         assert_eq!(v.plan(&newest), Plan::Delta);
         assert_eq!((v.stats().skipped, v.stats().rebased), (0, 0));
         // Without catching up, the same viewer would have skipped one and been rebased.
-        let mut w = flow();
-        w.plan(&changing(0));
-        w.plan(&changing(1));
+        let mut w = at_1();
         w.plan_with_bases(
             &newest,
             Bases {
@@ -664,9 +667,7 @@ mod tests {
         );
         assert_eq!((w.stats().skipped, w.stats().rebased), (1, 1));
         // The newest repeating the picture the viewer missed: that picture, then Unchanged.
-        let mut u = flow();
-        u.plan(&changing(0));
-        u.plan(&changing(1));
+        let mut u = at_1();
         let repeat = FrameInfo {
             seq: 3,
             content_id: 2,
@@ -677,9 +678,7 @@ mod tests {
         assert_eq!(u.plan(&previous), Plan::Delta);
         assert_eq!(u.plan(&repeat), Plan::Unchanged);
         // A keyframe asked for comes first: no catching up.
-        let mut k = flow();
-        k.plan(&changing(0));
-        k.plan(&changing(1));
+        let mut k = at_1();
         k.request_keyframe();
         assert!(!k.catches_up_with(&newest, &previous));
     }
