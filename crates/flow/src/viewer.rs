@@ -624,6 +624,16 @@ mod tests {
         ViewerFlow::new(InflightLimit::default(), 2_000_000)
     }
 
+    /// Frame `seq` repeating the picture of content `content` (Unchanged).
+    fn repeating(seq: u64, content: u64) -> FrameInfo {
+        FrameInfo {
+            seq,
+            content_id: content,
+            delta_base: None,
+            keyframe: false,
+        }
+    }
+
     /// A host of frames where every frame changes, like scrolling.
     fn changing(seq: u64) -> FrameInfo {
         FrameInfo {
@@ -668,12 +678,7 @@ mod tests {
         assert_eq!((w.stats().skipped, w.stats().rebased), (1, 1));
         // The newest repeating the picture the viewer missed: that picture, then Unchanged.
         let mut u = at_1();
-        let repeat = FrameInfo {
-            seq: 3,
-            content_id: 2,
-            delta_base: None,
-            keyframe: false,
-        };
+        let repeat = repeating(3, 2);
         assert!(u.catches_up_with(&repeat, &previous));
         assert_eq!(u.plan(&previous), Plan::Delta);
         assert_eq!(u.plan(&repeat), Plan::Unchanged);
@@ -707,13 +712,7 @@ mod tests {
         let mut v = flow().with_refresh(2);
         v.plan(&changing(0));
         v.plan(&changing(1));
-        let same = FrameInfo {
-            seq: 2,
-            content_id: 1,
-            delta_base: None,
-            keyframe: false,
-        };
-        assert_eq!(v.plan(&same), Plan::Unchanged);
+        assert_eq!(v.plan(&repeating(2, 1)), Plan::Unchanged);
         assert_eq!(
             v.plan(&FrameInfo {
                 seq: 3,
@@ -782,15 +781,7 @@ mod tests {
         };
         assert_eq!(v.plan(&f0), Plan::Keyframe { forced: false });
         // Frames 1..=3 are unchanged (content 0); the viewer skips 1 and 2.
-        assert_eq!(
-            v.plan(&FrameInfo {
-                seq: 3,
-                content_id: 0,
-                delta_base: None,
-                keyframe: false
-            }),
-            Plan::Unchanged
-        );
+        assert_eq!(v.plan(&repeating(3, 0)), Plan::Unchanged);
         // Frame 4 changes, delta against content 0: the viewer holds content 0, so a delta works.
         assert_eq!(
             v.plan(&FrameInfo {

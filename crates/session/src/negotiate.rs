@@ -2,7 +2,10 @@
 //! The host's configured codec when the viewer takes it; else LZ4 when it takes that; else raw
 //! bytes, which every viewer can read. The Welcome carries what both sides have.
 
+use framewire_codec::rects::Codecs;
 use framewire_proto::v1::{caps, Codec};
+
+use crate::wire_v1::{codec_from_wire, codec_to_wire};
 
 /// What one viewer gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,9 +50,11 @@ pub fn negotiate(preferred: Codec, host_caps: u32, viewer_caps: u32) -> Negotiat
         .into_iter()
         .find(|&c| codec_cap(c) & both == codec_cap(c))
         .unwrap_or(Codec::Raw);
-    let dense = match codec {
-        Codec::Lz4 if both & caps::ZSTD != 0 => Codec::Zstd,
-        c => c,
+    // The codec crate's rule for what a host sends dense deltas in, when the viewer reads it.
+    let served = codec_to_wire(Codecs::served(codec_from_wire(codec)).dense);
+    let dense = match codec_cap(served) & both == codec_cap(served) {
+        true => served,
+        false => codec,
     };
     Negotiated {
         codec,
