@@ -11,7 +11,8 @@
 //!    edge). An anchor's key is the hash of the [`KEY_LEN`] pixels from it on. Anchors depend
 //!    only on content, so content moved by (dx, dy) has the same anchors moved by (dx, dy). Each
 //!    anchor of the new picture whose key occurs once among the old picture's anchors votes
-//!    for that displacement.
+//!    for that displacement. Anchors are looked for only where a row changed (its
+//!    [`window`]): elsewhere the two pictures have the same anchors at the same places.
 //! 4. For each displacement with enough votes, each voting row is extended left and right
 //!    while the pixels match; the rectangle is what most of those rows share, grown up and
 //!    down while whole rows of it match. Rows inside it that do not match cost a patch; the
@@ -92,18 +93,25 @@ fn zero_bytes(v: u64) -> u64 {
     (t >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
 }
 
-/// The anchors of one row: (x of the anchor, key). Pixel `x` is an anchor when it differs from
-/// pixel `x − 1` and pixels `x − 4 … x − 1` are equal. Changes are found 64 pixels at a time as
-/// a bit mask (`d`, bit i: pixel i differs from the one before it), so flat stretches and
-/// glyphs alike cost a few word operations per 8 pixels; only anchors are hashed.
-fn anchors(row: &[u8], out: &mut Vec<(u32, u64)>) {
+/// The anchors of one row at `lo ≤ x < hi`: (x of the anchor, key). Pixel `x` is an anchor when
+/// it differs from pixel `x − 1` and pixels `x − 4 … x − 1` are equal. Changes are found 64
+/// pixels at a time as a bit mask (`d`, bit i: pixel i differs from the one before it), so flat
+/// stretches and glyphs alike cost a few word operations per 8 pixels; only anchors are hashed.
+/// Returns whether the row's cap of anchors was reached (the rest of the window is not read).
+fn anchors(row: &[u8], (lo, hi): (usize, usize), out: &mut Vec<(u32, u64)>) -> bool {
     let w = row.len();
+    let change = |p: usize| p == 0 || row[p] != row[p - 1];
     let mut n = 0;
+    let mut base = lo / 64 * 64;
     // The change bits of the three pixels before the current block (pixel 0 counts as a
-    // change, so the first run starts there).
-    let mut carry: u64 = 0b111;
-    let mut base = 0;
-    while base < w {
+    // change, so the first run starts there, and so do the pixels before it).
+    let mut carry: u64 = if base == 0 {
+        0b111
+    } else {
+        (0..3).fold(0, |m, j| m | (change(base - 3 + j) as u64) << j)
+    };
+    let hi = hi.min(w);
+    while base < hi {
         let mut d: u64 = 0;
         for k in 0..8 {
             let x = base + 8 * k;
@@ -111,7 +119,7 @@ fn anchors(row: &[u8], out: &mut Vec<(u32, u64)>) {
                 !zero_bytes(word(row, x) ^ word(row, x - 1)) & 0xFF
             } else {
                 (0..8)
-                    .filter(|&i| x + i < w && (x + i == 0 || row[x + i] != row[x + i - 1]))
+                    .filter(|&i| x + i < w && change(x + i))
                     .fold(0, |m, i| m | 1 << i)
             };
             d |= bits << (8 * k);
@@ -124,17 +132,33 @@ fn anchors(row: &[u8], out: &mut Vec<(u32, u64)>) {
         while a != 0 {
             let x = base + a.trailing_zeros() as usize;
             a &= a - 1;
-            if x + KEY_LEN > w {
-                return;
+            if x < lo {
+                continue;
+            }
+            if x >= hi || x + KEY_LEN > w {
+                return false;
             }
             out.push((x as u32, key(&row[x..x + KEY_LEN])));
             n += 1;
             if n == MAX_ANCHORS_PER_ROW {
-                return;
+                return true;
             }
         }
         base += 64;
     }
+    false
+}
+
+/// Where anchors of a changed row are looked for: the columns where the old and new rows
+/// differ, widened by a key's length to the left (an anchor there has a key that reaches in)
+/// and to whole blocks of 64 pixels (so the window of a row is often the same from frame to
+/// frame, and its anchors are found in the cache). Anchors outside it have the same key at the
+/// same place in both pictures: they vote for no displacement, and scanning them was most of the
+/// finder's time on a browser whose page scrolls beside a fixed sidebar.
+fn window(old: &[u8], new: &[u8]) -> Option<(usize, usize)> {
+    let (x0, x1) = crate::rects::diff_span(old, new)?;
+    let lo = x0.saturating_sub(KEY_LEN - 1) / 64 * 64;
+    Some((lo, x1.div_ceil(64).saturating_mul(64).min(new.len())))
 }
 
 /// How far left of `x` (down to `lo`) and right of it (up to `hi`) `a` and `b` stay equal.
@@ -166,19 +190,31 @@ pub struct Finder {
     seeds: Vec<(u32, u32, i32, i32)>,
     row: Vec<(u32, u64)>,
     changed: Vec<usize>,
+    /// Where each changed row's anchors are looked for (see [`window`]).
+    windows: Vec<(usize, usize)>,
     /// Anchors of rows of the new picture, by row hash: the next frame's old picture is this
     /// one, so its rows are not scanned twice. Anchors depend only on a row's pixels, so a hash
-    /// names them whatever the row's place; a stale entry is still right.
+    /// names them whatever the row's place; a stale entry is still right within its window.
     made: AnchorCache,
     /// The previous frame's `made`.
     known: AnchorCache,
 }
 
-/// Anchors of whole rows, by the row's hash.
+/// Anchors of rows in a window, by the row's hash.
 #[derive(Default)]
 struct AnchorCache {
-    rows: MixMap<u64, (u32, u32)>,
+    rows: MixMap<u64, Cached>,
     anchors: Vec<(u32, u64)>,
+}
+
+/// Where a row's anchors are in [`AnchorCache::anchors`], and what they cover.
+#[derive(Clone, Copy)]
+struct Cached {
+    at: u32,
+    n: u32,
+    window: (usize, usize),
+    /// The row's cap was reached: they are the first anchors of the window, not all of them.
+    capped: bool,
 }
 
 impl AnchorCache {
@@ -187,15 +223,34 @@ impl AnchorCache {
         self.anchors.clear();
     }
 
-    fn get(&self, hash: u64) -> Option<&[(u32, u64)]> {
-        let &(at, n) = self.rows.get(&hash)?;
-        Some(&self.anchors[at as usize..(at + n) as usize])
+    /// The anchors a scan of `window` would find, when the cached ones include them all.
+    fn get(&self, hash: u64, (lo, hi): (usize, usize)) -> Option<&[(u32, u64)]> {
+        let c = self.rows.get(&hash)?;
+        let (clo, chi) = c.window;
+        // A capped list holds the first anchors from its own start: a window that starts
+        // elsewhere may have others.
+        if lo < clo || hi > chi || (c.capped && lo != clo) {
+            return None;
+        }
+        let all = &self.anchors[c.at as usize..(c.at + c.n) as usize];
+        let from = all.partition_point(|a| (a.0 as usize) < lo);
+        let to = all.partition_point(|a| (a.0 as usize) < hi);
+        Some(&all[from..to])
     }
 
-    fn put(&mut self, hash: u64, anchors: &[(u32, u64)]) {
+    fn put(&mut self, hash: u64, window: (usize, usize), capped: bool, anchors: &[(u32, u64)]) {
         let at = self.anchors.len() as u32;
         self.anchors.extend_from_slice(anchors);
-        self.rows.insert(hash, (at, anchors.len() as u32));
+        let n = anchors.len() as u32;
+        self.rows.insert(
+            hash,
+            Cached {
+                at,
+                n,
+                window,
+                capped,
+            },
+        );
     }
 }
 
@@ -277,10 +332,15 @@ impl Finder {
         self.cur_anchors.clear();
         std::mem::swap(&mut self.known, &mut self.made);
         self.made.clear();
-        for &y in self.changed.iter().step_by(2) {
+        self.windows.clear();
+        self.windows.extend(self.changed.iter().map(|&y| {
+            let row = y * width..(y + 1) * width;
+            window(&prev[row.clone()], &cur[row]).unwrap_or((0, 0))
+        }));
+        for (&y, &win) in self.changed.iter().zip(&self.windows).step_by(2) {
             self.row.clear();
-            anchors(&cur[y * width..(y + 1) * width], &mut self.row);
-            self.made.put(cur_hashes[y], &self.row);
+            let capped = anchors(&cur[y * width..(y + 1) * width], win, &mut self.row);
+            self.made.put(cur_hashes[y], win, capped, &self.row);
             for &(x, k) in &self.row {
                 let at = pack(x, y);
                 self.cur_anchors.push((k, at));
@@ -294,12 +354,12 @@ impl Finder {
         if self.cur_anchors.len() < MIN_VOTES as usize {
             return false;
         }
-        for &y in &self.changed {
-            let row = match self.known.get(prev_hashes[y]) {
+        for (&y, &win) in self.changed.iter().zip(&self.windows) {
+            let row = match self.known.get(prev_hashes[y], win) {
                 Some(known) => known,
                 None => {
                     self.row.clear();
-                    anchors(&prev[y * width..(y + 1) * width], &mut self.row);
+                    anchors(&prev[y * width..(y + 1) * width], win, &mut self.row);
                     &self.row
                 }
             };
@@ -412,11 +472,11 @@ impl Finder {
 mod tests {
     use super::*;
 
-    /// The definition, one pixel at a time.
-    fn anchors_by_definition(row: &[u8]) -> Vec<u32> {
+    /// The definition, one pixel at a time, in the window `lo ≤ x < hi`.
+    fn anchors_by_definition(row: &[u8], (lo, hi): (usize, usize)) -> Vec<u32> {
         (LEAD..row.len())
             .filter(|&x| row[x] != row[x - 1] && (x - LEAD..x).all(|i| row[i] == row[x - 1]))
-            .filter(|&x| x + KEY_LEN <= row.len())
+            .filter(|&x| x + KEY_LEN <= row.len() && (lo..hi).contains(&x))
             .map(|x| x as u32)
             .take(MAX_ANCHORS_PER_ROW)
             .collect()
@@ -485,14 +545,22 @@ mod tests {
                     row.extend(std::iter::repeat_n((s >> 20) as u8 % 3, run));
                 }
                 row.truncate(len);
-                let mut got = Vec::new();
-                anchors(&row, &mut got);
-                let xs: Vec<u32> = got.iter().map(|a| a.0).collect();
-                assert_eq!(
-                    xs,
-                    anchors_by_definition(&row),
-                    "len {len}, density {density}"
-                );
+                // The whole row, and windows that start and end anywhere, in a block or not.
+                let cuts = [0, 3, 61, 64, 65, 130, len / 3, len / 2, len];
+                for (i, &lo) in cuts.iter().enumerate() {
+                    for &hi in &cuts[i..] {
+                        let win = (lo.min(len), hi.min(len));
+                        let mut got = Vec::new();
+                        let capped = anchors(&row, win, &mut got);
+                        let xs: Vec<u32> = got.iter().map(|a| a.0).collect();
+                        let want = anchors_by_definition(&row, win);
+                        assert_eq!(xs, want, "len {len}, density {density}, window {win:?}");
+                        assert_eq!(capped, want.len() == MAX_ANCHORS_PER_ROW);
+                        for &(x, k) in &got {
+                            assert_eq!(k, key(&row[x as usize..x as usize + KEY_LEN]));
+                        }
+                    }
+                }
             }
         }
     }
