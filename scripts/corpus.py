@@ -268,6 +268,50 @@ WORKLOADS = {
 }
 
 
+# A program named on the command line (`--program NAME=COMMAND`): started on the fresh screen,
+# given time to paint, then driven by `--actions` (a shell command with DISPLAY set) or, by
+# default, by the generic actions below, which most programs answer to.
+def program_workload(command: str, actions: str | None, seconds: float, settle: float):
+    def setup(s: Screen, tmp: Path) -> None:
+        s.start(["sh", "-c", command])
+        time.sleep(settle)
+        # The program's window takes the keyboard, wherever it opened (there is no window
+        # manager to give it focus).
+        with contextlib.suppress(subprocess.CalledProcessError):
+            wids = s.xdotool("search", "--onlyvisible", "--name", ".").split()
+            if wids:
+                s.xdotool("windowfocus", wids[-1])
+        s.xdotool("mousemove", str(W // 2), str(H // 2))
+
+    def act(s: Screen, tmp: Path) -> None:
+        if actions is not None:
+            done = subprocess.run(["sh", "-c", actions], env=s.env, timeout=seconds + 30)
+            if done.returncode != 0:
+                log(f"the actions exited with {done.returncode}")
+            return
+        generic_actions(s, seconds)
+
+    return (setup, act, seconds)
+
+
+def generic_actions(s: Screen, seconds: float) -> None:
+    """Wheel down and up, Page Down, arrow keys and a typed line: a third of the time each."""
+    end = time.monotonic() + seconds - 0.5
+    third = (seconds - 0.5) / 3
+    phase_end = time.monotonic() + third
+    while time.monotonic() < min(phase_end, end):
+        s.xdotool("click", "5")
+        time.sleep(0.1)
+    phase_end += third
+    while time.monotonic() < min(phase_end, end):
+        s.xdotool("key", "Next")
+        time.sleep(0.25)
+        s.xdotool("key", "Down", "Down", "Right")
+        time.sleep(0.1)
+    while time.monotonic() < end:
+        s.xdotool("type", "--delay", "110", "framewire ")
+
+
 @contextlib.contextmanager
 def staged(out: Path, name: str, tag: str):
     """A fresh screen with the workload's program set up and settled (fonts, first paint);
@@ -423,8 +467,25 @@ def main() -> int:
                     help="with --live, pass ARG to framewire serve (repeatable), e.g. --serve-arg=--no-predicted-rects")
     ap.add_argument("--live-grey-only", action="store_true",
                     help="with --live, one grey run per workload (for a --bin from before colour)")
+    ap.add_argument("--program", action="append", default=[], metavar="NAME=COMMAND",
+                    help="a workload of your own (repeatable): COMMAND runs on a fresh screen, then the actions run while it is recorded; only these are recorded unless --only names others")
+    ap.add_argument("--actions", metavar="COMMAND",
+                    help="with --program, a shell command (DISPLAY set; xdotool is there) that drives the program while it is recorded [default: wheel down, Page Down and arrows, then typing, a third of the time each]")
+    ap.add_argument("--seconds", type=float, default=8.0, help="with --program, seconds recorded [default: 8]")
+    ap.add_argument("--settle", type=float, default=3.0,
+                    help="with --program, seconds the program is given to open and paint before recording [default: 3]")
     a = ap.parse_args()
-    names = a.only.split(",") if a.only else list(WORKLOADS)
+    for spec in a.program:
+        name, eq, command = spec.partition("=")
+        if not eq or not name or not command.strip() or "," in name or "/" in name:
+            ap.error(f"--program wants NAME=COMMAND with a plain name, got {spec!r}")
+        if name in WORKLOADS:
+            ap.error(f"--program {name}: that name is a built-in workload")
+        WORKLOADS[name] = program_workload(command, a.actions, a.seconds, a.settle)
+    if a.actions and not a.program:
+        ap.error("--actions drives a --program; the built-in workloads have their own")
+    default = [p.partition("=")[0] for p in a.program] or list(WORKLOADS)
+    names = a.only.split(",") if a.only else default
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         ap.error(f"unknown workload {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")

@@ -16,7 +16,8 @@
 //! study before this was built, on an earlier recording of the clip: 32×32 tiles by MED alone 228,202; with R − G from the cache 211,311;
 //! with B − G keyed by G and R − G as well 191,620; R and B fitted to G per tile (chroma from
 //! luma) 236,232. As built (64×64 tiles shrunk to where they changed, the mode per tile,
-//! dense tiles only): 193,496; with 32×32 tiles, before shrinking, 196,182.
+//! dense tiles only): 193,496; with 32×32 tiles, before shrinking, 196,182. Sparse tiles are
+//! tried too since glxgears showed flat shapes that turn (see [`SPARSE_SHARE`]): 191,880.
 //! Tried with no gain: plane 0 against the tile's median instead of its neighbours (77,570
 //! against 77,825 bytes for plane 0), zstd levels 2, 3 and 5 (194,809, 196,501 and 195,034
 //! against 192,888 at level 1), and residual
@@ -30,16 +31,25 @@ use crate::rects::{Predicted, Rect, Reference};
 
 /// Patches smaller than this stay XORed: a typed glyph keeps today's cost.
 pub const MIN_AREA: usize = 1024;
-/// A tile is tried only when its XOR costs at least this many estimated bits per pixel and
-/// plane. Sparser changes (new text over old text in a terminal) compress better as XOR than
-/// the estimate shows, through the block codec's matches: without this, predicted rectangles
-/// made the terminal recording 34 % larger (3,320 against 2,471 B per changed picture, zstd);
-/// with it they cost nothing there, and the video, browser and drag keep most of their gain
-/// (193,496, 6,887 and 2,702 B, against 191,771, 5,913 and 2,352 trying every tile).
+/// A tile whose XOR costs at least this many estimated bits per pixel and plane is dense.
 const DENSE_BITS: u64 = 2;
-/// A tile goes predicted only when its estimated bits are at least 1/MARGIN below its XOR's:
+/// A dense tile goes predicted when its estimated bits are at least 1/MARGIN below its XOR's:
 /// on noise the two are about even, and a predicted tile costs the viewer more to decode.
 const MARGIN: u64 = 8;
+/// A sparser tile goes predicted only when its estimated bits are at most 1/SPARSE_SHARE of
+/// its XOR's. Sparse changes of text (new text over old in a terminal) compress better as XOR
+/// than the estimate shows, through the block codec's matches: tried with the dense margin,
+/// predicted rectangles made the terminal recording 34 % larger. But flat shapes that turn or
+/// change shape (glxgears' gears, a page of a PDF turned, an editor's new lines) XOR into
+/// values with no pattern and predict almost exactly. Before sparse tiles were tried at all,
+/// glxgears cost 46,760 B a changed picture as served (x11vnc: 38,133 an update): 38 kB of it
+/// was XOR patches, 7 kB the residuals of 143,000 predicted pixels. Measured on eleven
+/// recordings (`bench codec --input`, B per changed picture as served, before → 1/4): glxgears
+/// 46,760 → 26,526, a PDF in mupdf 31,426 → 27,136, the browser scroll 7,062 → 6,367, the
+/// terminal 3,609 → 2,922, the drag 2,390 → 2,199, none larger. 1/2 gave the gears 24,672 but
+/// the terminal 3,326, and more tiles to predict: glxgears took 12.7 ms to encode and 6.4 to
+/// decode, against 8.9 and 5.3 with 1/4 and 9.2 and 4.9 before (medians of three in turn).
+const SPARSE_SHARE: u64 = 4;
 /// Large patches are tried in tiles of this size.
 pub const TILE: u32 = 64;
 
@@ -396,6 +406,11 @@ impl Residuals {
         xor_bits: u64,
     ) -> Option<Mode> {
         let (rw, rh) = (r.w as usize, r.h as usize);
+        // Spatial residuals depend only on the tile's own pixels (no table): the first plane
+        // first, which alone may already cost more than the XOR (most sparse tiles stop here,
+        // before the other planes are read).
+        let n = rw * rh;
+        let mut est0 = 0;
         for k in 0..planes {
             let o = origin(r, width, ph, k);
             let t = &mut self.tile[k];
@@ -403,12 +418,6 @@ impl Residuals {
             for i in 0..rh {
                 t.extend_from_slice(&cur[o + i * width..o + i * width + rw]);
             }
-        }
-        // Spatial residuals depend only on the tile's own pixels (no table): the first plane
-        // first, which alone may already cost more than the XOR.
-        let n = rw * rh;
-        let mut est0 = 0;
-        for k in 0..planes {
             self.spatial[k].resize(n, 0);
             spatial_residuals(&self.tile[k], rw, rh, &mut self.spatial[k]);
             if k == 0 {
@@ -485,8 +494,9 @@ fn spatial_residuals(tile: &[u8], rw: usize, rh: usize, out: &mut [u8]) {
 }
 
 /// Cuts the large patches of the first plane into tiles and codes as predicted rectangles
-/// the changed tiles with a dense XOR whose estimated residual bits (every plane) are at least
-/// an eighth below their XOR bits ([`DENSE_BITS`], [`MARGIN`]); the
+/// the changed tiles whose estimated residual bits (every plane) are at least an eighth below
+/// their XOR bits when the XOR is dense, and at most a quarter of them when it is not
+/// ([`DENSE_BITS`], [`MARGIN`], [`SPARSE_SHARE`]); the
 /// changed tiles left go back into `patches` as XOR patches (neighbours in a row of tiles
 /// merged), tiles that did not change are dropped. `cur` is `planes` planes stacked, `width`
 /// wide; `reference` the previous picture after the moves. Returns the predicted rectangles;
@@ -534,11 +544,14 @@ pub fn choose(
         left.clear();
         let before = predicted.len();
         for ((t, &b), _) in tiles.iter().zip(&bits).zip(&changed).filter(|(_, c)| **c) {
-            // Only a tile whose XOR is dense is tried; the spec allows a plane's rows' worth of
-            // predicted rectangles, and the rest stay XOR.
+            // The spec allows a plane's rows' worth of predicted rectangles; the rest stay XOR.
             let dense = b >= (t.area() * planes) as u64 * DENSE_BITS;
-            let mode = match predicted.len() < ph && dense {
-                true => res.try_rect(cur, width, ph, planes, t, b - b / MARGIN),
+            let limit = match dense {
+                true => b - b / MARGIN,
+                false => b / SPARSE_SHARE,
+            };
+            let mode = match predicted.len() < ph {
+                true => res.try_rect(cur, width, ph, planes, t, limit),
                 false => None,
             };
             match mode {
