@@ -271,10 +271,13 @@ WORKLOADS = {
 # A program named on the command line (`--program NAME=COMMAND`): started on the fresh screen,
 # given time to paint, then driven by `--actions` (a shell command with DISPLAY set) or, by
 # default, by the generic actions below, which most programs answer to.
-def program_workload(command: str, actions: str | None, seconds: float, settle: float):
+def program_workload(name: str, command: str, actions: str | None, seconds: float, settle: float):
     def setup(s: Screen, tmp: Path) -> None:
-        s.start(["sh", "-c", command])
+        p = s.start(["sh", "-c", command])
         time.sleep(settle)
+        # A program that could not start would leave an empty screen to measure.
+        if p.poll() not in (None, 0):
+            raise SystemExit(f"corpus: {name}: `{command}` exited with {p.returncode} before recording")
         # The program's window takes the keyboard, wherever it opened (there is no window
         # manager to give it focus).
         with contextlib.suppress(subprocess.CalledProcessError):
@@ -295,7 +298,7 @@ def program_workload(command: str, actions: str | None, seconds: float, settle: 
 
 
 def generic_actions(s: Screen, seconds: float) -> None:
-    """Wheel down and up, Page Down, arrow keys and a typed line: a third of the time each."""
+    """Wheel clicks down, then Page Down with arrow keys, then typing: a third of the time each."""
     end = time.monotonic() + seconds - 0.5
     third = (seconds - 0.5) / 3
     phase_end = time.monotonic() + third
@@ -481,7 +484,7 @@ def main() -> int:
             ap.error(f"--program wants NAME=COMMAND with a plain name, got {spec!r}")
         if name in WORKLOADS:
             ap.error(f"--program {name}: that name is a built-in workload")
-        WORKLOADS[name] = program_workload(command, a.actions, a.seconds, a.settle)
+        WORKLOADS[name] = program_workload(name, command, a.actions, a.seconds, a.settle)
     if a.actions and not a.program:
         ap.error("--actions drives a --program; the built-in workloads have their own")
     default = [p.partition("=")[0] for p in a.program] or list(WORKLOADS)
