@@ -45,7 +45,7 @@ bench: build
 	$(BIN) bench e2e --viewers 4 --seconds 10
 	$(BIN) bench ipc
 
-# Real programs under Xvfb (Chromium, a terminal, vim, a dragged window, ffplay), each recorded
+# Real programs under Xvfb (Chromium, a terminal, vim, a dragged window, ffplay, glxgears), each recorded
 # with fixed actions and timing to corpus/*.fwrec while x11vnc serves the same screen to a
 # metering viewer; then both side by side (corpus/RESULTS.md). About two minutes.
 corpus: build

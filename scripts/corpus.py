@@ -46,6 +46,7 @@ PACKAGES = {
     "ffplay": "ffmpeg",
     "x11vnc": "x11vnc",
     "chromium": "chromium",
+    "glxgears": "mesa-utils",
 }
 
 
@@ -257,6 +258,13 @@ def fractal_setup(s: Screen, tmp: Path) -> None:
     time.sleep(2)
 
 
+def gears_setup(s: Screen, tmp: Path) -> None:
+    # Flat-shaded gears that turn, in software GL: only their edges change, with no pattern
+    # an XOR can match (the first real program where framewire sent more than x11vnc).
+    s.start(["glxgears", "-geometry", f"{W}x{H}+0+0"])
+    time.sleep(1)
+
+
 WORKLOADS = {
     # name: (setup, actions, seconds recorded)
     "browser-scroll": (browser_scroll_setup, browser_scroll, 8.0),
@@ -265,6 +273,7 @@ WORKLOADS = {
     "window-drag": (drag_setup, drag, 8.0),
     "video": (video_setup, video, 5.0),
     "fractal": (fractal_setup, video, 5.0),
+    "gears": (gears_setup, video, 5.0),
 }
 
 
