@@ -154,7 +154,9 @@ fn anchors(row: &[u8], (lo, hi): (usize, usize), out: &mut Vec<(u32, u64)>) -> b
 /// and to whole blocks of 64 pixels (so the window of a row is often the same from frame to
 /// frame, and its anchors are found in the cache). Anchors outside it have the same key at the
 /// same place in both pictures: they vote for no displacement, and scanning them was most of the
-/// finder's time on a browser whose page scrolls beside a fixed sidebar.
+/// finder's time on a browser whose page scrolls beside a fixed sidebar. (`rects::plan_patches`
+/// finds the same span again for the changed rows no move covers; those are few when moves
+/// were found, and sharing the spans across the two modules was not worth its plumbing.)
 fn window(old: &[u8], new: &[u8]) -> Option<(usize, usize)> {
     let (x0, x1) = crate::rects::diff_span(old, new)?;
     let lo = x0.saturating_sub(KEY_LEN - 1) / 64 * 64;
