@@ -9,12 +9,15 @@
 //! - [`PingSchedule`]: when to send those pings.
 //! - [`DeliveryRate`]: the bytes a viewer may have in flight, from the rate its ACKs show.
 //! - [`LossWatch`]: whether the path has lost packets lately, from the transport's counters.
+//! - [`RebaseCost`]: what a delta made for one viewer alone costs to make, and whether that is
+//!   too much to make one for every frame on a lossy path.
 
 mod clock_offset;
 mod limit;
 mod loss;
 mod ping;
 mod rate;
+mod rebase_cost;
 mod viewer;
 
 pub use clock_offset::ClockOffset;
@@ -22,4 +25,5 @@ pub use limit::InflightLimit;
 pub use loss::LossWatch;
 pub use ping::PingSchedule;
 pub use rate::{DeliveryRate, LinkEstimate};
+pub use rebase_cost::RebaseCost;
 pub use viewer::{AckOutcome, Bases, FrameInfo, Plan, ViewerFlow, ViewerFlowStats};

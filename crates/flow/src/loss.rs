@@ -2,16 +2,23 @@
 //! `lost_packets`, which quinn counts as its loss detection declares them).
 //!
 //! A viewer whose frames may be lost gets each delta made against the picture it acknowledged,
-//! so that a lost frame costs nothing after it: the next one that arrives applies. That delta
-//! is made for the viewer alone, and when the round trip is longer than a capture interval it
-//! spans two or more frames of change. On a path that loses nothing, the delta every viewer
-//! shares (against the frame sent just before, still crossing) is as safe: each stream is
-//! delivered whole, in a round trip, and the viewer holds a delta until its base arrives.
+//! so that a lost frame costs nothing after it: the next one that arrives applies, and a frame
+//! stuck behind a lost packet is superseded, never shown late. That delta is made for the
+//! viewer alone, and when the round trip is longer than a capture interval it spans two or
+//! more frames of change. On a path that loses nothing, the delta every viewer shares (against
+//! the frame sent just before, still crossing) is as safe: each stream is delivered whole, in
+//! a round trip, and the viewer holds a delta until its base arrives.
+//!
 //! [`LossWatch::clean`] says which of the two the path is: clean once the transport has
 //! reported its counters and not one loss among the last [`CLEAN_PACKETS`] packets sent nor
 //! in the last [`CLEAN_US`]. A loss seen makes the path lossy at once, so the frames planned
 //! after it name the acknowledged picture again (and, being independent of those in flight,
 //! supersede them).
+//!
+//! Where such deltas are costly to make ([`crate::RebaseCost`]), a lossy path is answered
+//! once per loss instead: [`LossWatch::settled`] is true again as soon as a frame independent
+//! of those in flight has been sent after the last loss ([`LossWatch::answered`]), and the
+//! frames after it chain on it. See `RebaseCost` for why and what it measured.
 
 /// Packets sent since the last loss before the path counts as clean again. At 1 % loss,
 /// 1,000 packets in a row arrive with a chance of 0.004 %; on a path that lost one packet in
@@ -27,6 +34,8 @@ pub struct LossWatch {
     reported: Option<(u64, u64)>,
     /// The last loss: when it was seen, and the packets sent by then.
     last_loss: Option<(u64, u64)>,
+    /// A loss was seen that no frame independent of those in flight has answered yet.
+    unanswered: bool,
 }
 
 impl LossWatch {
@@ -36,6 +45,7 @@ impl LossWatch {
         let lost_before = self.reported.map_or(0, |(_, l)| l);
         if lost > lost_before {
             self.last_loss = Some((now, sent));
+            self.unanswered = true;
         }
         self.reported = Some((sent, lost));
     }
@@ -52,6 +62,16 @@ impl LossWatch {
                     && sent.saturating_sub(sent_then) >= CLEAN_PACKETS
             }
         }
+    }
+
+    /// Whether every loss seen has been answered (and the transport has reported at all).
+    pub fn settled(&self) -> bool {
+        self.reported.is_some() && !self.unanswered
+    }
+
+    /// A frame that depends on nothing in flight was sent: it answers the losses seen so far.
+    pub fn answered(&mut self) {
+        self.unanswered = false;
     }
 }
 
@@ -90,6 +110,28 @@ mod tests {
         assert!(!w.clean(3_000 * MS));
         w.on_counters(5_000, 2, 3_000 * MS + CLEAN_US - 1);
         assert!(!w.clean(3_000 * MS + CLEAN_US - 1));
+    }
+
+    #[test]
+    fn a_loss_is_unsettled_until_a_frame_answers_it() {
+        let mut w = LossWatch::default();
+        assert!(!w.settled(), "nothing reported yet");
+        w.on_counters(100, 0, 0);
+        assert!(w.settled());
+        w.on_counters(150, 1, 10 * MS);
+        assert!(!w.settled());
+        // More reports without a new loss do not answer it.
+        w.on_counters(160, 1, 11 * MS);
+        assert!(!w.settled());
+        w.answered();
+        assert!(w.settled());
+        assert!(!w.clean(11 * MS), "answered, but still lossy lately");
+        w.on_counters(170, 1, 12 * MS);
+        assert!(w.settled(), "the same count is no new loss");
+        w.on_counters(180, 3, 13 * MS);
+        assert!(!w.settled());
+        w.answered();
+        assert!(w.settled());
     }
 
     #[test]

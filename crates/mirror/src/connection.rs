@@ -137,8 +137,10 @@ async fn offer<W: Wire>(
         })
         .await
         .map_err(io::Error::other)?;
-        if matches!(plan, Plan::Keyframe { .. }) {
-            lock(&mirror.pipeline).keyframe_us.push(took as f64);
+        match plan {
+            Plan::Keyframe { .. } => lock(&mirror.pipeline).keyframe_us.push(took as f64),
+            Plan::Rebased { .. } => session.on_rebased_made(took),
+            _ => {}
         }
     }
     session.send_frame(now_us(), &f, plan);

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use framewire_flow::{
-    AckOutcome, Bases, ClockOffset, InflightLimit, LossWatch, PingSchedule, Plan, ViewerFlow,
-    ViewerFlowStats,
+    AckOutcome, Bases, ClockOffset, InflightLimit, LossWatch, PingSchedule, Plan, RebaseCost,
+    ViewerFlow, ViewerFlowStats,
 };
 use framewire_proto::daylight::{ViewerDecoder, ViewerPacket};
 use framewire_proto::v1::{self, goodbye, AckStatus, InputKind, Packet};
@@ -57,7 +57,8 @@ pub struct HostConfig {
     /// (see `framewire_flow::STALL_AFTER_US`). False for one ordered byte stream.
     pub drops_superseded: bool,
     /// A frame on a transport stream of its own may never arrive (QUIC). Deltas for a viewer
-    /// with named bases are then made against the picture it acknowledged. On one ordered,
+    /// with named bases are then made against the picture it acknowledged, unless the
+    /// transport's counters show the path safe ([`HostSession::on_path_counters`]). On one ordered,
     /// reliable byte stream (TCP, a WebSocket) every frame arrives in order, so deltas go against
     /// the picture sent before: the delta every such viewer shares, and smaller.
     pub frames_may_be_lost: bool,
@@ -188,10 +189,12 @@ struct Retained {
     repair_unanswered_since: Option<u64>,
     /// How long the repair may take to cross ([`ViewerFlow::crossing_time_us`]).
     repair_patience_us: u64,
-    /// Deltas go against the acknowledged picture ([`HostConfig::frames_may_be_lost`]),
-    /// unless the transport's counters show the path has lost nothing lately (`path`).
+    /// Deltas go against the acknowledged picture ([`HostConfig::frames_may_be_lost`])
+    /// unless the path has lost nothing lately, or those deltas are costly and every loss has
+    /// been answered, and it keeps up (`path_clean`); then they chain on the frame sent before.
     prefer_acknowledged: bool,
     path: LossWatch,
+    rebase_cost: RebaseCost,
     path_clean: bool,
 }
 
@@ -325,11 +328,24 @@ impl<W: Wire> HostSession<W> {
     /// with what was sent ([`ViewerFlow::keeping_up`]: no ACK overdue, no large frame queued),
     /// a viewer whose frames may be lost gets the delta every viewer shares, as on an ordered
     /// stream, not one made for it against the picture it acknowledged. A loss seen, or an
-    /// ACK overdue, brings the acknowledged picture back for the next frame.
+    /// ACK overdue, brings the acknowledged picture back for the next frame. Where deltas made
+    /// for this viewer are costly ([`HostSession::on_rebased_made`]), that one frame answers
+    /// the loss, and the frames after it chain on it again.
     pub fn on_path_counters(&mut self, sent_packets: u64, lost_packets: u64, now: u64) {
+        self.bases.path.on_counters(sent_packets, lost_packets, now);
+        self.refresh_path(now);
+    }
+
+    /// The delta made for this viewer alone (planned as [`Plan::Rebased`], made by the work
+    /// [`HostSession::plan_frame`] returned) took `us` to make.
+    pub fn on_rebased_made(&mut self, us: u64) {
+        self.bases.rebase_cost.on_made(us);
+    }
+
+    fn refresh_path(&mut self, now: u64) {
         let b = &mut self.bases;
-        b.path.on_counters(sent_packets, lost_packets, now);
-        b.path_clean = b.path.clean(now) && self.flow.keeping_up(now);
+        let chains = b.path.clean(now) || (b.rebase_cost.costly() && b.path.settled());
+        b.path_clean = chains && self.flow.keeping_up(now);
     }
 
     /// Whether to offer `previous` before `newest` (see [`ViewerFlow::catches_up_with`]): on a
@@ -499,6 +515,9 @@ impl<W: Wire> HostSession<W> {
         if independent {
             let patience = self.flow.crossing_time_us(bytes);
             self.bases.repair_sent(f.seq, now, patience);
+            // It needs nothing in flight, so no frame waiting for a lost packet.
+            self.bases.path.answered();
+            self.refresh_path(now);
         }
         if let Some(id) = out.ack_id {
             self.flow.on_sent(id, bytes, now);

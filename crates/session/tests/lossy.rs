@@ -71,6 +71,9 @@ struct Impairment {
     /// each flush: a packet per 1,200 bytes of frame units sent, and a lost frame as one lost
     /// packet.
     counters: bool,
+    /// What the host is told each delta made for the viewer alone took to make (µs), as the
+    /// runtime measures it; none when zero.
+    rebase_us: u64,
 }
 
 /// What the source shows.
@@ -190,6 +193,9 @@ fn run_content(seed: u64, imp: &Impairment, frames: u64, content: &Content) -> O
                 let (plan, work) = host.plan_frame(&f);
                 if let Some(w) = work {
                     w();
+                }
+                if matches!(plan, Plan::Rebased { .. }) && imp.rebase_us > 0 {
+                    host.on_rebased_made(imp.rebase_us);
                 }
                 host.send_frame(t, &f, plan);
             }
@@ -422,6 +428,45 @@ fn a_loss_reported_brings_back_deltas_against_the_acknowledged_picture() {
         assert!(
             o.last_applied + 10 >= o.source_frames,
             "seed {seed}: the stream stopped: {o:?}"
+        );
+    }
+}
+
+/// Where deltas made for the viewer alone are costly to make (17 ms each here, as glxgears'
+/// were), a loss is answered once: the frame planned after the transport counts it is made
+/// against the acknowledged picture, and the frames after that chain again on the frame sent
+/// before them (the delta every viewer shares). Where they are cheap, the path stays lossy for
+/// a while, and every frame after a loss is made against the acknowledged picture. Every
+/// picture is exact either way, and the stream keeps going.
+#[test]
+fn a_loss_is_answered_once_where_deltas_for_the_viewer_are_costly() {
+    let imp = |rebase_us| Impairment {
+        loss: 0.03,
+        delay_us: 20_000,
+        jitter_us: 4_000,
+        counters: true,
+        rebase_us,
+        ..Impairment::default()
+    };
+    for seed in 40..46 {
+        let cheap = run(seed, &imp(2_000), 300);
+        let costly = run(seed, &imp(17_000), 300);
+        for o in [&cheap, &costly] {
+            assert!(o.frames_lost > 0, "seed {seed}: {o:?}");
+            assert!(
+                o.last_applied + 10 >= o.source_frames,
+                "seed {seed}: the stream stopped: {o:?}"
+            );
+        }
+        // A lost frame costs its answer, and a repair for the frames chained on it that came
+        // before the answer; a skip costs one more.
+        assert!(
+            costly.rebased <= 2 * costly.frames_lost + costly.skipped,
+            "seed {seed}: frames kept being made against the acknowledged picture: {costly:?}"
+        );
+        assert!(
+            cheap.rebased > 4 * costly.rebased,
+            "seed {seed}: cheap {cheap:?}, costly {costly:?}"
         );
     }
 }
