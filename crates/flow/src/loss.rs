@@ -16,9 +16,9 @@
 //! supersede them).
 //!
 //! Where such deltas are costly to make ([`crate::RebaseCost`]), a lossy path is answered
-//! once per loss instead: [`LossWatch::settled`] is true again as soon as a frame independent
-//! of those in flight has been sent after the last loss ([`LossWatch::answered`]), and the
-//! frames after it chain on it. See `RebaseCost` for why and what it measured.
+//! only where a loss holds a frame up: [`LossWatch::settled`] is false from a loss until a
+//! frame independent of those in flight is sent, or the viewer applies one sent after the
+//! loss ([`LossWatch::answered`]). See `RebaseCost` for why and what it measured.
 
 /// Packets sent since the last loss before the path counts as clean again. At 1 % loss,
 /// 1,000 packets in a row arrive with a chance of 0.004 %; on a path that lost one packet in
@@ -40,14 +40,16 @@ pub struct LossWatch {
 
 impl LossWatch {
     /// The transport's counters at `now`: packets sent and packets declared lost, each since
-    /// the connection began (so they only grow).
-    pub fn on_counters(&mut self, sent: u64, lost: u64, now: u64) {
+    /// the connection began (so they only grow). True when they show a new loss.
+    pub fn on_counters(&mut self, sent: u64, lost: u64, now: u64) -> bool {
         let lost_before = self.reported.map_or(0, |(_, l)| l);
-        if lost > lost_before {
+        let new_loss = lost > lost_before;
+        if new_loss {
             self.last_loss = Some((now, sent));
             self.unanswered = true;
         }
         self.reported = Some((sent, lost));
+        new_loss
     }
 
     /// Whether the path has lost nothing lately (and the transport has said so at all).
@@ -69,7 +71,8 @@ impl LossWatch {
         self.reported.is_some() && !self.unanswered
     }
 
-    /// A frame that depends on nothing in flight was sent: it answers the losses seen so far.
+    /// The losses seen so far are answered: a frame that depends on nothing in flight was
+    /// sent, or the viewer applied a frame sent after them (so the transport repaired them).
     pub fn answered(&mut self) {
         self.unanswered = false;
     }

@@ -328,18 +328,30 @@ impl ViewerFlow {
     /// against the acknowledged picture supersedes the ones stuck in front of it. True before
     /// anything was measured, and for a viewer without a byte budget.
     pub fn keeping_up(&self, now_us: u64) -> bool {
+        !self.path_busy() && !self.ack_overdue(now_us)
+    }
+
+    /// Whether a frame larger than the bandwidth-delay product is queued on the path
+    /// ([`DeliveryRate::path_busy_until_us`]; false without a byte budget).
+    pub fn path_busy(&self) -> bool {
+        self.bytes
+            .as_ref()
+            .is_some_and(|b| b.busy_with(&b.estimate()).is_some())
+    }
+
+    /// Whether the oldest frame in flight is overdue at `now_us`: its bytes at the delivery
+    /// rate, a minimum RTT and [`OVERDUE_AFTER_US`] have all passed without its ACK (false
+    /// before anything was measured, and without a byte budget).
+    pub fn ack_overdue(&self, now_us: u64) -> bool {
         let Some(b) = &self.bytes else {
-            return true;
+            return false;
         };
         let e = b.estimate();
-        if b.busy_with(&e).is_some() {
-            return false;
-        }
         match self.inflight.front() {
             Some(&(_, oldest)) if e.rate_bytes_per_s > 0 => {
-                now_us <= b.oldest_across_us(oldest, &e) + e.min_rtt_us + OVERDUE_AFTER_US
+                now_us > b.oldest_across_us(oldest, &e) + e.min_rtt_us + OVERDUE_AFTER_US
             }
-            _ => true,
+            _ => false,
         }
     }
 
@@ -947,6 +959,11 @@ mod tests {
         assert!(v.keeping_up(now + 22 * MS));
         assert!(v.keeping_up(due));
         assert!(!v.keeping_up(due + 1), "an ACK overdue");
+        assert!(!v.ack_overdue(due) && v.ack_overdue(due + 1));
+        assert!(
+            !v.path_busy(),
+            "a 20 kB frame is below the bandwidth-delay product"
+        );
         v.on_ack(20, due + 5 * MS);
         assert!(v.keeping_up(due + 5 * MS), "nothing in flight");
     }

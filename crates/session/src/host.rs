@@ -194,6 +194,8 @@ struct Retained {
     /// been answered, and it keeps up (`path_clean`); then they chain on the frame sent before.
     prefer_acknowledged: bool,
     path: LossWatch,
+    /// The seq of the last frame planned when the transport last counted a loss.
+    loss_before: u64,
     rebase_cost: RebaseCost,
     path_clean: bool,
 }
@@ -239,6 +241,10 @@ impl Retained {
     fn on_ack(&mut self, seq: u64, applied: bool) {
         if seq == self.repaired_at || (applied && seq > self.repaired_at) {
             self.repair_unanswered_since = None;
+        }
+        if applied && seq > self.loss_before {
+            // Sent after the last loss seen, and applied: what was lost has been repaired.
+            self.path.answered();
         }
         if !applied {
             self.inflight.retain(|x| x.seq != seq);
@@ -329,27 +335,39 @@ impl<W: Wire> HostSession<W> {
     /// a viewer whose frames may be lost gets the delta every viewer shares, as on an ordered
     /// stream, not one made for it against the picture it acknowledged. A loss seen, or an
     /// ACK overdue, brings the acknowledged picture back for the next frame. Where deltas made
-    /// for this viewer are costly ([`HostSession::on_rebased_made`]), that one frame answers
-    /// the loss, and the frames after it chain on it again.
+    /// for this viewer are costly ([`HostSession::on_rebased_made`]), frames keep chaining
+    /// after a loss, and only a frame it holds up past its ACK's due time brings the
+    /// acknowledged picture back, once: until the viewer applies a frame planned after the
+    /// loss, or a frame that needs nothing in flight is sent.
     pub fn on_path_counters(&mut self, sent_packets: u64, lost_packets: u64, now: u64) {
-        self.bases.path.on_counters(sent_packets, lost_packets, now);
+        let b = &mut self.bases;
+        if b.path.on_counters(sent_packets, lost_packets, now) {
+            b.loss_before = b.last.as_ref().map_or(0, |x| x.seq);
+        }
         self.refresh_path(now);
     }
 
     /// The delta made for this viewer alone (planned as [`Plan::Rebased`], made by the work
-    /// [`HostSession::plan_frame`] returned) took `us` to make.
+    /// [`HostSession::plan_frame`] returned) took `us` of CPU time to make.
     pub fn on_rebased_made(&mut self, us: u64) {
         self.bases.rebase_cost.on_made(us);
     }
 
     fn refresh_path(&mut self, now: u64) {
         let b = &mut self.bases;
-        let chains = b.path.clean(now) || (b.rebase_cost.costly() && b.path.settled());
-        b.path_clean = chains && self.flow.keeping_up(now);
+        b.path_clean = if b.rebase_cost.costly() {
+            // Only a frame stuck behind a lost packet for longer than QUIC's repair takes
+            // calls for a delta made for this viewer alone; a large frame still crossing,
+            // or an ACK late because the viewer is busy applying, does not.
+            b.path.settled() || !self.flow.ack_overdue(now)
+        } else {
+            b.path.clean(now) && self.flow.keeping_up(now)
+        };
     }
 
-    /// Whether to offer `previous` before `newest` (see [`ViewerFlow::catches_up_with`]): on a
-    /// path that loses no frame, when `previous`'s payload crosses it within
+    /// Whether to offer `previous` before `newest` (see [`ViewerFlow::catches_up_with`]): where
+    /// frames chain on the one sent before (one ordered stream, or QUIC while the path is
+    /// clean), when `previous`'s payload crosses it within
     /// [`CATCH_UP_WITHIN_US`] at the measured delivery rate. A viewer that fell one frame
     /// behind (an ACK late while other programs had the cores) then gets the two shared
     /// deltas, already made, instead of a delta made again for it alone: on a live video with
@@ -361,7 +379,7 @@ impl<W: Wire> HostSession<W> {
             .link_estimate()
             .filter(|e| e.rate_bytes_per_s > 0)
             .is_none_or(|e| e.time_us(bytes) <= CATCH_UP_WITHIN_US);
-        !self.bases.prefer_acknowledged
+        (!self.bases.prefer_acknowledged || self.bases.path_clean)
             && quick
             && self.flow.catches_up_with(&newest.info(), &previous.info())
     }

@@ -433,13 +433,14 @@ fn a_loss_reported_brings_back_deltas_against_the_acknowledged_picture() {
 }
 
 /// Where deltas made for the viewer alone are costly to make (17 ms each here, as glxgears'
-/// were), a loss is answered once: the frame planned after the transport counts it is made
-/// against the acknowledged picture, and the frames after that chain again on the frame sent
-/// before them (the delta every viewer shares). Where they are cheap, the path stays lossy for
-/// a while, and every frame after a loss is made against the acknowledged picture. Every
-/// picture is exact either way, and the stream keeps going.
+/// were), frames keep chaining on the frame sent before after a loss: only a frame held up by
+/// it past its ACK's due time calls for a delta against the acknowledged picture, which answers
+/// the loss. (Here a lost frame never comes; over QUIC its packets are sent again, and most
+/// such frames arrive in time.) Where those deltas are cheap, the path stays lossy for a while,
+/// and every frame after a loss is made against the acknowledged picture. Every picture is
+/// exact either way, and the stream keeps going.
 #[test]
-fn a_loss_is_answered_once_where_deltas_for_the_viewer_are_costly() {
+fn frames_chain_after_a_loss_where_deltas_for_the_viewer_are_costly() {
     let imp = |rebase_us| Impairment {
         loss: 0.03,
         delay_us: 20_000,
@@ -458,8 +459,8 @@ fn a_loss_is_answered_once_where_deltas_for_the_viewer_are_costly() {
                 "seed {seed}: the stream stopped: {o:?}"
             );
         }
-        // A lost frame costs its answer, and a repair for the frames chained on it that came
-        // before the answer; a skip costs one more.
+        // A lost frame costs one delta made for the viewer (its answer, or a repair for the
+        // frames chained on it), and a skip one more.
         assert!(
             costly.rebased <= 2 * costly.frames_lost + costly.skipped,
             "seed {seed}: frames kept being made against the acknowledged picture: {costly:?}"
