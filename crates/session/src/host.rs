@@ -57,8 +57,9 @@ pub struct HostConfig {
     /// (see `framewire_flow::STALL_AFTER_US`). False for one ordered byte stream.
     pub drops_superseded: bool,
     /// A frame on a transport stream of its own may never arrive (QUIC). Deltas for a viewer
-    /// with named bases are then made against the picture it acknowledged, unless the
-    /// transport's counters show the path safe ([`HostSession::on_path_counters`]). On one ordered,
+    /// with named bases are then made against the picture it acknowledged, unless the path
+    /// has lost nothing lately or such deltas are costly ([`HostSession::on_path_counters`]).
+    /// On one ordered,
     /// reliable byte stream (TCP, a WebSocket) every frame arrives in order, so deltas go against
     /// the picture sent before: the delta every such viewer shares, and smaller.
     pub frames_may_be_lost: bool,
@@ -190,8 +191,9 @@ struct Retained {
     /// How long the repair may take to cross ([`ViewerFlow::crossing_time_us`]).
     repair_patience_us: u64,
     /// Deltas go against the acknowledged picture ([`HostConfig::frames_may_be_lost`])
-    /// unless the path has lost nothing lately, or those deltas are costly and every loss has
-    /// been answered, and it keeps up (`path_clean`); then they chain on the frame sent before.
+    /// unless `path_clean`: the path has lost nothing lately and keeps up, or deltas made for
+    /// this viewer are costly (`rebase_cost`) and no unanswered loss holds a frame up past its
+    /// ACK's due time. Then they chain on the frame sent before.
     prefer_acknowledged: bool,
     path: LossWatch,
     /// The seq of the last frame planned when the transport last counted a loss.
