@@ -9,6 +9,7 @@ use anyhow::Context;
 use bytes::Bytes;
 use framewire_proto::v1;
 use framewire_quic::Fingerprint;
+use framewire_telemetry::clock::now_us;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -22,8 +23,9 @@ const UNITS_QUEUED: usize = 16;
 pub enum Input {
     /// `n` bytes of the control stream, in the caller's buffer.
     Control(usize),
-    /// One frame's stream, whole.
-    Unit(Bytes),
+    /// One frame's stream, whole, and when its last byte arrived (µs, [`now_us`]): a frame
+    /// that waited in the queue while the viewer was busy arrived before it was read.
+    Unit(Bytes, u64),
     /// The host closed the connection.
     Closed,
 }
@@ -37,7 +39,7 @@ pub struct QuicLink {
     conn: quinn::Connection,
     send: quinn::SendStream,
     recv: quinn::RecvStream,
-    units: mpsc::Receiver<Bytes>,
+    units: mpsc::Receiver<(Bytes, u64)>,
     /// Kept so the endpoint lives as long as the link.
     _endpoint: quinn::Endpoint,
 }
@@ -56,7 +58,7 @@ impl Link {
                     Ok(None) => Ok(Input::Closed),
                     Err(e) => Err(io::Error::other(e)),
                 },
-                u = q.units.recv() => Ok(u.map_or(Input::Closed, Input::Unit)),
+                u = q.units.recv() => Ok(u.map_or(Input::Closed, |(b, at)| Input::Unit(b, at))),
             },
         }
     }
@@ -108,15 +110,17 @@ pub async fn connect_quic(addr: &str, pin: Fingerprint) -> anyhow::Result<Link> 
 }
 
 /// Reads every frame stream the host opens, each on its own task so a frame still arriving
-/// never holds up a newer one; a stream the host reset (superseded) is dropped.
-async fn accept_units(conn: quinn::Connection, tx: mpsc::Sender<Bytes>) {
+/// never holds up a newer one; a stream the host reset (superseded) is dropped. Each is
+/// stamped as it arrives whole: the host takes the time from there to the ACK as the
+/// viewer's, not the path's (the ACK's `recv_us`).
+async fn accept_units(conn: quinn::Connection, tx: mpsc::Sender<(Bytes, u64)>) {
     let limit = v1::DEFAULT_MAX_FRAME_BODY as usize + 256;
     while let Ok(mut s) = conn.accept_uni().await {
         let tx = tx.clone();
         tokio::spawn(async move {
             match s.read_to_end(limit).await {
                 Ok(b) => {
-                    let _ = tx.send(Bytes::from(b)).await;
+                    let _ = tx.send((Bytes::from(b), now_us())).await;
                 }
                 Err(e) => debug!(error = %e, "frame stream not read whole"),
             }

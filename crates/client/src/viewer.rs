@@ -364,9 +364,9 @@ async fn run_v1(
                 rc.bytes_arrived(now);
                 session.handle_bytes(now, &buf[..n]);
             }
-            Input::Unit(b) => {
-                rc.bytes_arrived(now);
-                session.handle_unit(now, &b);
+            Input::Unit(b, arrived) => {
+                rc.bytes_arrived(arrived);
+                session.handle_unit(arrived, &b);
             }
         }
     }

@@ -8,6 +8,13 @@
 //!   the time since the acknowledgement that preceded its send and the time from the send of
 //!   the frame that acknowledgement was for to its own send. The estimate is the largest sample of the last
 //!   [`RATE_WINDOW_US`], so a quiet moment (a frame smaller than the path) does not lower it.
+//!   An ACK is timed from when the frame arrived at the viewer, not from when it was sent:
+//!   the viewer says how long it held the frame before acknowledging it (decoding and
+//!   applying it, waiting for the one before it), and that time is taken off. Otherwise a
+//!   viewer that takes 30 ms to decode a 1 MB picture makes the path look a third slower,
+//!   and the queue-ahead rule, timed at that rate, sends each frame only when the one
+//!   before it is decoded: transfer and decode never overlap (a video over QUIC at 20 ms
+//!   settled at 11–16 fps where the same path carried 26).
 //! - **Minimum RTT** over the last [`MIN_RTT_WINDOW_US`]: the path without queues, from small
 //!   packets (the session's pings, [`DeliveryRate::on_path_rtt`]). A frame's ACK also waits
 //!   for the frame itself to cross the path, so frames' round trips are used only until a
@@ -46,6 +53,8 @@ const SMALL_FRAMES_FLOOR: u64 = 64 * 1024;
 const QUEUE_AHEAD_MIN_US: u64 = 17_000;
 /// Frames whose size sets the "one frame" allowance.
 const RECENT_FRAMES: usize = 30;
+/// The viewer's holding times ([`DeliveryRate::viewer_hold_us`]) are the median of this many.
+const HOLDS: usize = 16;
 /// Frames sent and not yet acknowledged that are remembered; the in-flight limit keeps far
 /// fewer in flight. Beyond, the oldest is forgotten (counted as settled).
 const SENT_MAX: usize = 64;
@@ -117,6 +126,8 @@ pub struct DeliveryRate {
     refused: bool,
     /// When the last ACK of a frame sent while frames were refused came.
     path_sample_at_us: Option<u64>,
+    /// How long the viewer held each of the last [`HOLDS`] frames before its ACK (µs).
+    holds: VecDeque<u64>,
 }
 
 impl DeliveryRate {
@@ -153,6 +164,14 @@ impl DeliveryRate {
     /// The viewer acknowledged `id` at `now`; frames sent before it are settled (lost or
     /// overtaken) and do not count as delivered.
     pub fn on_ack(&mut self, id: u64, now: u64) {
+        self.on_ack_held(id, now, 0);
+    }
+
+    /// As [`DeliveryRate::on_ack`], for an ACK the viewer sent `held_us` after the frame
+    /// arrived whole: the sample is timed as if it had been sent on arrival. An ACK is never
+    /// taken to be faster than a minimum RTT after its frame was sent: a viewer that says it
+    /// held a frame longer than that cannot make the path look faster than it is.
+    pub fn on_ack_held(&mut self, id: u64, now: u64, held_us: u64) {
         let Some(pos) = self.sent.iter().position(|s| s.id == id) else {
             return;
         };
@@ -161,9 +180,20 @@ impl DeliveryRate {
         }
         let s = self.sent.pop_front().expect("found above");
         self.inflight = self.inflight.saturating_sub(s.bytes);
+        // Before a ping has come back nothing bounds the claim: it is not taken.
+        let fastest = match self.path_min_rtt_us() {
+            0 => now,
+            r => s.at_us + r,
+        };
+        let arrived = now.saturating_sub(held_us).max(fastest).min(now);
+        if self.holds.len() >= HOLDS {
+            self.holds.pop_front();
+        }
+        self.holds.push_back(now - arrived);
         self.delivered += s.bytes;
-        self.delivered_at_us = now;
+        self.delivered_at_us = self.delivered_at_us.max(arrived);
         self.acked_sent_us = s.at_us;
+        let (real_now, now) = (now, self.delivered_at_us);
         if s.limited {
             self.path_sample_at_us = Some(now);
         }
@@ -179,7 +209,25 @@ impl DeliveryRate {
         push_window(&mut self.rates, now, rate, RATE_WINDOW_US);
         let rtt = now.saturating_sub(s.at_us);
         push_window(&mut self.frame_rtts, now, rtt, MIN_RTT_WINDOW_US);
-        self.cap_busy(now);
+        self.cap_busy(real_now);
+    }
+
+    /// How long the viewer usually holds a frame before acknowledging it (µs): the median of
+    /// the last [`HOLDS`] (0 before any). An ACK is due that much after its frame arrives;
+    /// the median, because a frame that waited for a lost one before it holds far longer.
+    pub fn viewer_hold_us(&self) -> u64 {
+        let mut h: Vec<u64> = self.holds.iter().copied().collect();
+        if h.is_empty() {
+            return 0;
+        }
+        let mid = h.len() / 2;
+        *h.select_nth_unstable(mid).1
+    }
+
+    /// The smallest round trip of small packets (pings) within [`MIN_RTT_WINDOW_US`] (0 when
+    /// none came back).
+    fn path_min_rtt_us(&self) -> u64 {
+        self.rtts.iter().map(|&(_, r)| r).min().unwrap_or(0)
     }
 
     /// The path is busy for no longer than what is still in flight takes to cross from `now`:
@@ -260,9 +308,15 @@ impl DeliveryRate {
         } else {
             let frame = self.frames.iter().copied().max().unwrap_or(0);
             let bdp = bytes_in(rate, min_rtt);
+            // A frame the viewer is decoding is still unacknowledged but no longer on the
+            // path: what the path carries meanwhile is room too. The shortest recent hold,
+            // not the median: frames queued at a viewer slower than the content would make
+            // the median grow, and the budget with it.
+            let hold = self.holds.iter().copied().min().unwrap_or(0);
             (2 * bdp)
                 .max(bdp + frame)
                 .max((4 * frame).min(SMALL_FRAMES_FLOOR))
+                + bytes_in(rate, hold)
         };
         LinkEstimate {
             rate_bytes_per_s: rate,
@@ -328,11 +382,26 @@ mod tests {
     /// whenever the estimator has room: returns (frames sent, the estimate at the end, the
     /// largest queueing delay a frame saw after the first second, once the path is measured).
     fn drive(rate: u64, rtt: u64, frame: u64, every: u64, secs: u64) -> (u64, LinkEstimate, u64) {
+        drive_held(rate, rtt, frame, every, secs, 0)
+    }
+
+    /// As [`drive`], with a viewer that holds each frame `hold` µs after it arrives before it
+    /// ACKs it (decoding, one at a time), and says so in its ACK.
+    fn drive_held(
+        rate: u64,
+        rtt: u64,
+        frame: u64,
+        every: u64,
+        secs: u64,
+        hold: u64,
+    ) -> (u64, LinkEstimate, u64) {
         let mut d = DeliveryRate::default();
+        // When the viewer is done with the frame before (it decodes one at a time).
+        let mut viewer_free_at = 0u64;
         // The path: a FIFO at `rate`; each frame is acknowledged when its last byte has crossed
         // plus the round trip.
         let mut link_free_at = 0u64;
-        let mut acks: VecDeque<(u64, u64)> = VecDeque::new();
+        let mut acks: VecDeque<(u64, u64, u64)> = VecDeque::new();
         let (mut sent, mut id, mut worst_queue) = (0, 0, 0);
         let mut t = 0;
         while t < secs * 1_000_000 {
@@ -341,9 +410,9 @@ mod tests {
                 let wait = link_free_at.saturating_sub(t);
                 d.on_path_rtt(rtt + wait, t + rtt + wait);
             }
-            while acks.front().is_some_and(|&(at, _)| at <= t) {
-                let (at, i) = acks.pop_front().unwrap();
-                d.on_ack(i, at);
+            while acks.front().is_some_and(|&(at, _, _)| at <= t) {
+                let (at, i, held) = acks.pop_front().unwrap();
+                d.on_ack_held(i, at, held);
             }
             if t % every == 0 && !d.has_room(t) {
                 d.refused();
@@ -354,7 +423,11 @@ mod tests {
                     worst_queue = worst_queue.max(start - t);
                 }
                 link_free_at = start + frame * 1_000_000 / rate;
-                acks.push_back((link_free_at + rtt, id));
+                // The ACK leaves when the viewer has decoded it: half the RTT there, half back.
+                let arrived = link_free_at + rtt / 2;
+                viewer_free_at = viewer_free_at.max(arrived) + hold;
+                let held = viewer_free_at - arrived;
+                acks.push_back((viewer_free_at + rtt / 2, id, held));
                 d.on_sent(id, frame, t);
                 id += 1;
                 sent += 1;
@@ -391,6 +464,57 @@ mod tests {
             "estimate {r} of {rate}"
         );
         assert!(e.min_rtt_us >= 20_000, "{e:?}");
+    }
+
+    #[test]
+    fn a_viewer_slow_to_decode_does_not_make_the_path_look_slow() {
+        // 25 MB/s, 20 ms; frames of 850 kB at 30 fps, which the viewer takes 28 ms to decode:
+        // the path and the viewer each keep up, if a frame crosses while the one before it
+        // is decoded. (A colour video at 20 ms: timed from the ACKs alone, the path looked
+        // 11 MB/s and the video went at 11–16 fps.)
+        let (rate, frame) = (25_000_000u64, 850_000u64);
+        let (sent, e, _) = drive_held(rate, 20_000, frame, 33_000, 4, 28_000);
+        let r = e.rate_bytes_per_s;
+        assert!(r >= rate * 8 / 10, "estimate {r} of {rate}: {e:?}");
+        let wanted = 4 * 1_000_000 / 33_000;
+        assert!(sent >= wanted * 9 / 10, "sent {sent} of {wanted}: {e:?}");
+    }
+
+    #[test]
+    fn a_viewer_cannot_claim_a_hold_that_makes_the_path_faster_than_its_round_trip() {
+        let mut d = DeliveryRate::default();
+        d.on_path_rtt(20_000, 0);
+        d.on_sent(1, 100_000, 0);
+        // ACKed 25 ms after the send, "held" 24 ms: taken as arrived after 20 ms, no sooner.
+        d.on_ack_held(1, 25_000, 24_000);
+        let r = d.estimate().rate_bytes_per_s;
+        assert!(r <= 100_000 * 1_000_000 / 20_000, "estimate {r} B/s");
+        assert_eq!(d.viewer_hold_us(), 5_000);
+        // Before any ping came back, a hold is not taken at all.
+        let mut d = DeliveryRate::default();
+        d.on_sent(1, 100_000, 0);
+        d.on_ack_held(1, 25_000, 24_000);
+        assert_eq!(d.estimate().rate_bytes_per_s, 100_000 * 1_000_000 / 25_000);
+        assert_eq!(d.viewer_hold_us(), 0);
+    }
+
+    #[test]
+    fn the_budget_counts_what_the_path_carries_while_the_viewer_decodes() {
+        let run = |held: u64| {
+            let mut d = DeliveryRate::default();
+            d.on_path_rtt(20_000, 0);
+            for i in 0..4u64 {
+                d.on_sent(i, 500_000, i * 100_000);
+                d.on_ack_held(i, i * 100_000 + 40_000 + held, held);
+            }
+            d.estimate()
+        };
+        let (quick, slow) = (run(0), run(30_000));
+        assert_eq!(quick.rate_bytes_per_s, slow.rate_bytes_per_s);
+        assert_eq!(
+            slow.budget_bytes,
+            quick.budget_bytes + bytes_in(slow.rate_bytes_per_s, 30_000)
+        );
     }
 
     /// An estimator that has seen one frame of `frame` bytes cross a 10 Mbit/s path (about

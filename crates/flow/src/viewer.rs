@@ -349,7 +349,8 @@ impl ViewerFlow {
         let e = b.estimate();
         match self.inflight.front() {
             Some(&(_, oldest)) if e.rate_bytes_per_s > 0 => {
-                now_us > b.oldest_across_us(oldest, &e) + e.min_rtt_us + OVERDUE_AFTER_US
+                let due = b.oldest_across_us(oldest, &e) + e.min_rtt_us + b.viewer_hold_us();
+                now_us > due + OVERDUE_AFTER_US
             }
             _ => false,
         }
@@ -450,7 +451,7 @@ impl ViewerFlow {
             Some(_) => 0,
         };
         let across = b.oldest_across_us(oldest, &e).max(queued);
-        let stalled_at = across + e.min_rtt_us + STALL_AFTER_US;
+        let stalled_at = across + e.min_rtt_us + b.viewer_hold_us() + STALL_AFTER_US;
         Some(stalled_at.max(self.next_probe_us).max(paid_at))
     }
 
@@ -606,6 +607,13 @@ impl ViewerFlow {
 
     /// An ACK arrived. ACKs come in order, so earlier in-flight frames are settled too.
     pub fn on_ack(&mut self, seq: u64, now_us: u64) -> AckOutcome {
+        self.on_ack_held(seq, now_us, 0)
+    }
+
+    /// As [`ViewerFlow::on_ack`], for an ACK the viewer sent `held_us` after the frame arrived
+    /// ([`DeliveryRate::on_ack_held`]): the delivery rate is the path's, not the viewer's
+    /// decoding speed. The RTT returned is the ACK's own.
+    pub fn on_ack_held(&mut self, seq: u64, now_us: u64, held_us: u64) -> AckOutcome {
         if !self.inflight.iter().any(|&(s, _)| s == seq) {
             self.stats.unknown_acks += 1;
             return AckOutcome::Unknown;
@@ -615,7 +623,7 @@ impl ViewerFlow {
         self.probes_since_us = None;
         self.probe_largest = 0;
         if let Some(b) = &mut self.bytes {
-            b.on_ack(seq, now_us);
+            b.on_ack_held(seq, now_us, held_us);
         }
         while let Some((s, sent)) = self.inflight.pop_front() {
             if s == seq {

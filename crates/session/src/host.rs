@@ -376,11 +376,14 @@ impl<W: Wire> HostSession<W> {
     /// predicted rectangles those second encodes were what kept it behind.
     pub fn catches_up_with(&self, newest: &SourceFrame, previous: &SourceFrame) -> bool {
         let bytes = previous.shared_delta().map_or(0, |(p, _)| p.len() as u64);
+        // The other way costs a delta made for this viewer alone: where those take longer to
+        // make than `previous` takes to cross, the path is the cheaper place to spend the time.
+        let within = CATCH_UP_WITHIN_US.max(self.bases.rebase_cost.avg_us());
         let quick = self
             .flow
             .link_estimate()
             .filter(|e| e.rate_bytes_per_s > 0)
-            .is_none_or(|e| e.time_us(bytes) <= CATCH_UP_WITHIN_US);
+            .is_none_or(|e| e.time_us(bytes) <= within);
         (!self.bases.prefer_acknowledged || self.bases.path_clean)
             && quick
             && self.flow.catches_up_with(&newest.info(), &previous.info())
@@ -601,9 +604,17 @@ impl<W: Wire> HostSession<W> {
             Packet::Ack {
                 seq,
                 status,
+                recv_us,
                 applied_us,
                 ..
             } => {
+                // How long the viewer held the frame (its own clock, no offset needed): the
+                // delivery rate is timed from the frame's arrival. 0 from a viewer that did
+                // not say.
+                let held = match recv_us {
+                    0 => 0,
+                    r => applied_us.saturating_sub(r),
+                };
                 self.bases.on_ack(seq, status == AckStatus::Applied);
                 if status == AckStatus::BaseMissing {
                     // Frames sent before the last repair fail too, and so may frames after
@@ -621,10 +632,10 @@ impl<W: Wire> HostSession<W> {
                             self.flow.base_missing();
                         }
                     }
-                    self.ack(now, seq);
+                    self.ack(now, seq, held);
                     return;
                 }
-                if self.ack(now, seq).is_some() {
+                if self.ack(now, seq, held).is_some() {
                     let local = self.offset.to_local(applied_us);
                     if let (Some(cap), Some(applied)) = (self.capture_time(seq), local) {
                         self.events
@@ -685,7 +696,7 @@ impl<W: Wire> HostSession<W> {
     }
 
     fn on_daylight_ack(&mut self, now: u64, seq: u32) {
-        if let Some(rtt) = self.ack(now, seq as u64) {
+        if let Some(rtt) = self.ack(now, seq as u64, 0) {
             // The Daylight ACK has no timestamps: the best estimate of capture → applied is the
             // time to send plus half the round trip.
             if let Some(cap) = self.capture_time(seq as u64) {
@@ -696,9 +707,10 @@ impl<W: Wire> HostSession<W> {
         }
     }
 
-    /// Settles an ACK in the flow; its RTT if it was in flight.
-    fn ack(&mut self, now: u64, id: u64) -> Option<u64> {
-        match self.flow.on_ack(id, now) {
+    /// Settles an ACK the viewer sent `held` µs after frame `id` arrived, in the flow; its
+    /// RTT if it was in flight.
+    fn ack(&mut self, now: u64, id: u64, held: u64) -> Option<u64> {
+        match self.flow.on_ack_held(id, now, held) {
             AckOutcome::Rtt(rtt) => {
                 self.events.push_back(Event::Rtt(rtt));
                 Some(rtt)
