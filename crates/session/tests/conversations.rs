@@ -8,6 +8,7 @@ use framewire_codec::Picture;
 use framewire_flow::{InflightLimit, Plan};
 use framewire_proto::daylight::{self, HostDecoder, HostPacket, ViewerPacket};
 use framewire_proto::v1::{self, caps, goodbye, AckStatus, Packet};
+use framewire_session::host::CATCH_UP_WITHIN_US;
 use framewire_session::{
     negotiate, DaylightWire, Event, HostConfig, HostCount, HostSession, SourceFrame, Transmit,
     V1Wire, ViewerCommand, ViewerReader, Wire,
@@ -308,6 +309,37 @@ fn a_viewer_one_frame_behind_catches_up_with_the_shared_deltas() {
     offer(&mut quic, 0, &frames[0]);
     offer(&mut quic, 16_000, &frames[1]);
     assert!(!quic.catches_up_with(&frames[3], &previous));
+}
+
+/// A frame that takes longer than 8 ms to cross is caught up with only where a delta made for
+/// the viewer alone costs more CPU time to make than that frame takes to cross.
+#[test]
+fn a_viewer_catches_up_with_a_slow_frame_where_deltas_made_for_it_cost_more() {
+    let (mut host, mut viewer, mut src) = (v1_session(), Viewer::new(), Source::new());
+    let frames: Vec<Arc<SourceFrame>> = (0..4).map(|i| src.frame(i * 16_000, false)).collect();
+    for w in frames.windows(2) {
+        w[1].follow(&w[0]);
+    }
+    let previous = frames[3].previous().expect("kept");
+    // Each frame's ACK comes 400 ms after its send: a slow path.
+    let mut now = 0;
+    for f in [&frames[0], &frames[1]] {
+        offer(&mut host, now, f);
+        let (bytes, _) = drain(&mut host);
+        let acks = viewer.receive(&bytes, now + 400_000, None);
+        host.handle_bytes(now + 400_000, &acks);
+        now += 400_000;
+    }
+    let e = host.link_estimate().expect("a byte budget");
+    let bytes = previous.shared_delta().expect("a delta").0.len() as u64;
+    let crossing = e.time_us(bytes);
+    assert!(crossing > CATCH_UP_WITHIN_US, "{crossing} µs: {e:?}");
+    assert!(!host.catches_up_with(&frames[3], &previous));
+    // Deltas made for this viewer took twice that long to make: catching up is cheaper.
+    for _ in 0..40 {
+        host.on_rebased_made(2 * crossing);
+    }
+    assert!(host.catches_up_with(&frames[3], &previous));
 }
 
 #[test]
