@@ -128,6 +128,8 @@ pub struct DeliveryRate {
     path_sample_at_us: Option<u64>,
     /// How long the viewer held each of the last [`HOLDS`] frames before its ACK (µs).
     holds: VecDeque<u64>,
+    /// How long a frame that follows a refused one takes to make ([`DeliveryRate::set_make_lead`]).
+    make_lead_us: u64,
 }
 
 impl DeliveryRate {
@@ -354,8 +356,18 @@ impl DeliveryRate {
 
     fn room_with(&self, e: &LinkEstimate) -> Option<u64> {
         let busy = self.busy_with(e)?;
+        let lead = if self.refused { self.make_lead_us } else { 0 };
         (self.inflight < e.budget_bytes)
-            .then(|| busy.saturating_sub(e.min_rtt_us.max(QUEUE_AHEAD_MIN_US)))
+            .then(|| busy.saturating_sub(e.min_rtt_us.max(QUEUE_AHEAD_MIN_US) + lead))
+    }
+
+    /// A frame that follows a refused one takes `us` to make before it can go (a delta made
+    /// for this viewer alone, against the picture it will hold: the frames between were
+    /// skipped). The queue-ahead rule lets such a frame start that much sooner, so making it
+    /// overlaps the crossing of the frame before it instead of following it. A colour video
+    /// at 50 Mbit/s spent 54 ms of CPU on each such frame after 136 ms of crossing.
+    pub fn set_make_lead(&mut self, us: u64) {
+        self.make_lead_us = us;
     }
 }
 
@@ -567,6 +579,29 @@ mod tests {
         d.forget_before(7, ms(900));
         let left = frame * 1_000_000 / d.estimate().rate_bytes_per_s;
         assert!(d.busy_until_us <= ms(900) + left, "{}", d.busy_until_us);
+    }
+
+    #[test]
+    fn a_frame_that_must_be_made_first_may_start_before_the_path_has_room() {
+        let (ms, frame) = (|t: u64| t * 1_000, 363_000);
+        let mut d = measured_at_10_mbit(frame);
+        // A frame sent after one was refused measures the path: the queue-ahead rule holds.
+        d.refused();
+        d.on_sent(2, frame, ms(400));
+        d.on_ack(2, ms(710));
+        d.on_sent(3, frame, ms(800));
+        let plain = d.room_at().expect("a large frame on a measured path");
+        assert!(plain > ms(1_000), "{plain}");
+        let mut lead = d.clone();
+        lead.set_make_lead(ms(50));
+        // Only once a frame was refused (the next one follows skipped ones, and is made first).
+        assert_eq!(lead.room_at(), Some(plain));
+        lead.refused();
+        assert_eq!(lead.room_at(), Some(plain - ms(50)));
+        assert!(lead.has_room(plain - ms(50)) && !lead.has_room(plain - ms(51)));
+        // Sending it ends the lead.
+        lead.on_sent(4, frame, plain - ms(50));
+        assert!(lead.room_at().is_none_or(|t| t > plain));
     }
 
     #[test]

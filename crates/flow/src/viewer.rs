@@ -300,6 +300,14 @@ impl ViewerFlow {
         self
     }
 
+    /// How long a frame that follows skipped ones takes to make ([`DeliveryRate::set_make_lead`]):
+    /// 0 where such frames are cheap.
+    pub fn set_make_lead(&mut self, us: u64) {
+        if let Some(b) = &mut self.bytes {
+            b.set_make_lead(us);
+        }
+    }
+
     /// A small packet's round trip (a ping's), for the byte budget's minimum RTT.
     pub fn on_path_rtt(&mut self, rtt_us: u64, now_us: u64) {
         if let Some(b) = &mut self.bytes {

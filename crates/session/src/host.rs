@@ -352,7 +352,12 @@ impl<W: Wire> HostSession<W> {
     /// The delta made for this viewer alone (planned as [`Plan::Rebased`], made by the work
     /// [`HostSession::plan_frame`] returned) took `us` of CPU time to make.
     pub fn on_rebased_made(&mut self, us: u64) {
-        self.bases.rebase_cost.on_made(us);
+        let cost = &mut self.bases.rebase_cost;
+        cost.on_made(us);
+        // Where they are costly, the frame after skipped ones starts being made while the one
+        // before it is still crossing.
+        let lead = if cost.costly() { cost.avg_us() } else { 0 };
+        self.flow.set_make_lead(lead);
     }
 
     fn refresh_path(&mut self, now: u64) {
