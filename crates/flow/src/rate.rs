@@ -20,8 +20,10 @@
 //!   for the frame itself to cross the path, so frames' round trips are used only until a
 //!   ping has come back.
 //! - **Budget** = the larger of twice the bandwidth-delay product and the product plus the
-//!   largest recent frame (and at least four frames when they are small, up to 64 kB); another
-//!   frame may go while less than that is in flight. When the path limits, frames are as large
+//!   largest recent frame (and at least four frames when they are small, up to 64 kB), plus
+//!   what the delivery rate carries in the shortest time the viewer recently held a frame
+//!   (a frame being decoded is unacknowledged but off the path); another frame may go while
+//!   less than that is in flight. When the path limits, frames are as large
 //!   as the product or larger, and at most about one frame waits beyond it. When frames are
 //!   small, the samples show only what was sent; twice the product lets the samples, and so
 //!   the budget, grow each round trip (a congestion window's gain of 2) until the path, not
@@ -195,35 +197,40 @@ impl DeliveryRate {
         self.delivered += s.bytes;
         self.delivered_at_us = self.delivered_at_us.max(arrived);
         self.acked_sent_us = s.at_us;
-        let (real_now, now) = (now, self.delivered_at_us);
+        // The sample's times are the arrival's; what is still in flight, the ACK's.
+        let at = self.delivered_at_us;
         if s.limited {
-            self.path_sample_at_us = Some(now);
+            self.path_sample_at_us = Some(at);
         }
         // Over the longer of the ACKs' span and the sends' span, as BBR takes a rate sample:
         // frames sent long before this one but acknowledged after it was sent (they crossed
         // together after a stall, or shared the path) count in its bytes, and the ACKs alone
         // would give them the short time since the ACK before it (2.8× the path, measured
         // after a blackout at 10 Mbit/s).
-        let acks = now.saturating_sub(s.delivered_at_us);
+        let acks = at.saturating_sub(s.delivered_at_us);
         let sends = s.at_us.saturating_sub(s.first_sent_us);
         let interval = acks.max(sends).max(1);
         let rate = (self.delivered - s.delivered) * 1_000_000 / interval;
-        push_window(&mut self.rates, now, rate, RATE_WINDOW_US);
-        let rtt = now.saturating_sub(s.at_us);
-        push_window(&mut self.frame_rtts, now, rtt, MIN_RTT_WINDOW_US);
-        self.cap_busy(real_now);
+        push_window(&mut self.rates, at, rate, RATE_WINDOW_US);
+        let rtt = at.saturating_sub(s.at_us);
+        push_window(&mut self.frame_rtts, at, rtt, MIN_RTT_WINDOW_US);
+        self.cap_busy(now);
     }
 
     /// How long the viewer usually holds a frame before acknowledging it (µs): the median of
     /// the last [`HOLDS`] (0 before any). An ACK is due that much after its frame arrives;
     /// the median, because a frame that waited for a lost one before it holds far longer.
     pub fn viewer_hold_us(&self) -> u64 {
-        let mut h: Vec<u64> = self.holds.iter().copied().collect();
-        if h.is_empty() {
+        // Asked at every send decision: sorted on the stack, not collected.
+        let mut h = [0u64; HOLDS];
+        let n = self.holds.len();
+        for (d, s) in h.iter_mut().zip(&self.holds) {
+            *d = *s;
+        }
+        if n == 0 {
             return 0;
         }
-        let mid = h.len() / 2;
-        *h.select_nth_unstable(mid).1
+        *h[..n].select_nth_unstable(n / 2).1
     }
 
     /// The smallest round trip of small packets (pings) within [`MIN_RTT_WINDOW_US`] (0 when
