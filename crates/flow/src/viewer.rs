@@ -300,8 +300,8 @@ impl ViewerFlow {
         self
     }
 
-    /// How long a frame that follows skipped ones takes to make ([`DeliveryRate::set_make_lead`]):
-    /// 0 where such frames are cheap.
+    /// How long the next frame takes to make before it can go, until it is sent
+    /// ([`DeliveryRate::set_make_lead`]): 0 when it is a payload already made.
     pub fn set_make_lead(&mut self, us: u64) {
         if let Some(b) = &mut self.bytes {
             b.set_make_lead(us);
@@ -373,6 +373,11 @@ impl ViewerFlow {
     pub fn with_refresh(mut self, n: u32) -> Self {
         self.refresh_every = n;
         self
+    }
+
+    /// The seq of the last frame planned for this viewer.
+    pub fn last_planned(&self) -> Option<u64> {
+        self.last_seq
     }
 
     pub fn stats(&self) -> ViewerFlowStats {

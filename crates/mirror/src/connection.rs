@@ -72,6 +72,9 @@ async fn run<W: Wire, T: Transport>(
         if session.is_done() {
             return Ok(());
         }
+        if let Some(seq) = frames.borrow().as_ref().map(|f| f.seq) {
+            session.note_newest(seq);
+        }
         let can = session.can_send(now);
         if can && frames.has_changed().unwrap_or(false) {
             offer(session, &mirror, &mut frames).await?;

@@ -281,6 +281,19 @@ impl Retained {
     }
 }
 
+/// How long the newest frame takes to make for a viewer before it can go (µs), when
+/// `skipped` frames since the last one planned will have been passed over: a delta made for
+/// it alone (the moving average `cost`) where those are costly, unless the one skipped frame
+/// is caught up with (`catch_up`, its shared delta, already made); else 0.
+fn make_lead(cost: RebaseCost, skipped: u64, catch_up: impl FnOnce() -> bool) -> u64 {
+    let made = cost.costly() && (skipped >= 2 || (skipped == 1 && !catch_up()));
+    if made {
+        cost.avg_us()
+    } else {
+        0
+    }
+}
+
 impl<W: Wire> HostSession<W> {
     /// A session for a viewer whose Hello was accepted. Bytes already in `reader` (sent right
     /// behind the Hello) are read at the first [`HostSession::handle_bytes`]; call it with an
@@ -352,12 +365,30 @@ impl<W: Wire> HostSession<W> {
     /// The delta made for this viewer alone (planned as [`Plan::Rebased`], made by the work
     /// [`HostSession::plan_frame`] returned) took `us` of CPU time to make.
     pub fn on_rebased_made(&mut self, us: u64) {
-        let cost = &mut self.bases.rebase_cost;
-        cost.on_made(us);
-        // Where they are costly, the frame after skipped ones starts being made while the one
-        // before it is still crossing.
-        let lead = if cost.costly() { cost.avg_us() } else { 0 };
-        self.flow.set_make_lead(lead);
+        self.bases.rebase_cost.on_made(us);
+    }
+
+    /// The newest frame captured is `seq`. Where deltas made for this viewer alone are
+    /// costly and the newest will be one (the frames since the last one planned were
+    /// skipped, and the one before it will not be caught up with), the flow may let it start
+    /// being made that long before the path has room for it
+    /// ([`ViewerFlow::set_make_lead`]).
+    pub fn note_newest(&mut self, seq: u64) {
+        let cost = self.bases.rebase_cost;
+        let Some(last) = self.flow.last_planned() else {
+            return;
+        };
+        let skipped = seq.saturating_sub(last + 1);
+        // One skipped frame is caught up with when it crosses within the cost: the last
+        // frame's shared delta stands for its size.
+        let catch_up = || {
+            let bytes = self.bases.last.as_ref().and_then(|f| f.shared_delta());
+            let bytes = bytes.map_or(0, |(p, _)| p.len() as u64);
+            self.flow
+                .link_estimate()
+                .is_some_and(|e| e.time_us(bytes) <= CATCH_UP_WITHIN_US.max(cost.avg_us()))
+        };
+        self.flow.set_make_lead(make_lead(cost, skipped, catch_up));
     }
 
     fn refresh_path(&mut self, now: u64) {
@@ -755,5 +786,31 @@ impl<W: Wire> HostSession<W> {
         }
         self.events.push_back(Event::Rejected(e));
         self.done = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_frame_made_for_the_viewer_alone_starts_early() {
+        let mut costly = RebaseCost::default();
+        for _ in 0..40 {
+            costly.on_made(54_000);
+        }
+        let avg = costly.avg_us();
+        assert!(costly.costly() && avg > 50_000, "{avg}");
+        // Nothing skipped: the next frame is the shared delta, already made.
+        assert_eq!(make_lead(costly, 0, || false), 0);
+        // One skipped: made for the viewer unless it is caught up with.
+        assert_eq!(make_lead(costly, 1, || false), avg);
+        assert_eq!(make_lead(costly, 1, || true), 0);
+        // Two or more: always made for it.
+        assert_eq!(make_lead(costly, 2, || true), avg);
+        // Cheap deltas start when the path has room, as before.
+        let mut cheap = RebaseCost::default();
+        cheap.on_made(3_000);
+        assert_eq!(make_lead(cheap, 5, || false), 0);
     }
 }
