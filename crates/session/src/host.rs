@@ -379,14 +379,13 @@ impl<W: Wire> HostSession<W> {
             return;
         };
         let skipped = seq.saturating_sub(last + 1);
-        // One skipped frame is caught up with when it crosses within the cost: the last
-        // frame's shared delta stands for its size.
+        // Whether the one skipped frame will be caught up with: the last frame planned stands
+        // for its size.
         let catch_up = || {
-            let bytes = self.bases.last.as_ref().and_then(|f| f.shared_delta());
-            let bytes = bytes.map_or(0, |(p, _)| p.len() as u64);
-            self.flow
-                .link_estimate()
-                .is_some_and(|e| e.time_us(bytes) <= CATCH_UP_WITHIN_US.max(cost.avg_us()))
+            self.bases
+                .last
+                .as_ref()
+                .is_some_and(|f| self.catches_up_quickly(f))
         };
         self.flow.set_make_lead(make_lead(cost, skipped, catch_up));
     }
@@ -411,18 +410,23 @@ impl<W: Wire> HostSession<W> {
     /// deltas, already made, instead of a delta made again for it alone: on a live video with
     /// predicted rectangles those second encodes were what kept it behind.
     pub fn catches_up_with(&self, newest: &SourceFrame, previous: &SourceFrame) -> bool {
+        (!self.bases.prefer_acknowledged || self.bases.path_clean)
+            && self.catches_up_quickly(previous)
+            && self.flow.catches_up_with(&newest.info(), &previous.info())
+    }
+
+    /// Whether `previous`'s shared delta crosses the path (at the measured delivery rate; any,
+    /// before one is measured) within [`CATCH_UP_WITHIN_US`], or within what a delta made for
+    /// this viewer alone costs to make when that is longer: that is the other way, and where
+    /// those take longer to make than `previous` takes to cross, the path is the cheaper place
+    /// to spend the time.
+    fn catches_up_quickly(&self, previous: &SourceFrame) -> bool {
         let bytes = previous.shared_delta().map_or(0, |(p, _)| p.len() as u64);
-        // The other way costs a delta made for this viewer alone: where those take longer to
-        // make than `previous` takes to cross, the path is the cheaper place to spend the time.
         let within = CATCH_UP_WITHIN_US.max(self.bases.rebase_cost.avg_us());
-        let quick = self
-            .flow
+        self.flow
             .link_estimate()
             .filter(|e| e.rate_bytes_per_s > 0)
-            .is_none_or(|e| e.time_us(bytes) <= within);
-        (!self.bases.prefer_acknowledged || self.bases.path_clean)
-            && quick
-            && self.flow.catches_up_with(&newest.info(), &previous.info())
+            .is_none_or(|e| e.time_us(bytes) <= within)
     }
 
     /// What the delivery-rate estimator believes of the path (viewers with named bases).
