@@ -60,6 +60,16 @@ fn drain<W: Wire>(s: &mut HostSession<W>) -> (Vec<u8>, Vec<Event>) {
     (bytes, std::iter::from_fn(|| s.poll_event()).collect())
 }
 
+/// `n` frames 16 ms apart, each following the one before as the runtime chains them (only
+/// the newest keeps its previous one).
+fn followed_frames(src: &mut Source, n: u64) -> Vec<Arc<SourceFrame>> {
+    let frames: Vec<Arc<SourceFrame>> = (0..n).map(|i| src.frame(i * 16_000, false)).collect();
+    for w in frames.windows(2) {
+        w[1].follow(&w[0]);
+    }
+    frames
+}
+
 /// A framewire v1 viewer: applies frames, verifies checksums, answers what it is told to.
 struct Viewer {
     dec: v1::Decoder,
@@ -257,10 +267,7 @@ fn a_checksum_mismatch_brings_a_forced_keyframe() {
 #[test]
 fn a_viewer_one_frame_behind_catches_up_with_the_shared_deltas() {
     let (mut host, mut viewer, mut src) = (v1_session(), Viewer::new(), Source::new());
-    let frames: Vec<Arc<SourceFrame>> = (0..4).map(|i| src.frame(i * 16_000, false)).collect();
-    for w in frames.windows(2) {
-        w[1].follow(&w[0]);
-    }
+    let frames = followed_frames(&mut src, 4);
     // Only the newest frame keeps its previous one.
     assert!(frames[1].previous().is_none() && frames[2].previous().is_none());
     let previous = frames[3]
@@ -316,10 +323,7 @@ fn a_viewer_one_frame_behind_catches_up_with_the_shared_deltas() {
 #[test]
 fn a_viewer_catches_up_with_a_slow_frame_where_deltas_made_for_it_cost_more() {
     let (mut host, mut viewer, mut src) = (v1_session(), Viewer::new(), Source::new());
-    let frames: Vec<Arc<SourceFrame>> = (0..4).map(|i| src.frame(i * 16_000, false)).collect();
-    for w in frames.windows(2) {
-        w[1].follow(&w[0]);
-    }
+    let frames = followed_frames(&mut src, 4);
     let previous = frames[3].previous().expect("kept");
     // Each frame's ACK comes 400 ms after its send: a slow path.
     let mut now = 0;
