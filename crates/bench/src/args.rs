@@ -180,7 +180,8 @@ pub struct BenchNetArgs {
     /// The viewer asks for lossless colour (grey otherwise).
     #[arg(long)]
     pub colour: bool,
-    /// Transports compared in each cell.
+    /// Transports compared in each cell: quic (a stream per frame), quic-dgram (frames as
+    /// datagrams with recovery shards), tcp.
     #[arg(long, default_value = "quic,tcp")]
     pub transports: String,
     #[arg(long, default_value = "balanced")]

@@ -36,10 +36,23 @@ const TOKEN: &str = "bench-net-token";
 const RECOVERY_WAIT: Duration = Duration::from_millis(2500);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Transport {
+    /// QUIC, a stream per frame.
     Quic,
+    /// QUIC, frames as datagrams with recovery shards (`serve --quic-frames datagrams`).
+    QuicDgram,
     Tcp,
+}
+
+impl Transport {
+    fn name(self) -> &'static str {
+        match self {
+            Transport::Quic => "quic",
+            Transport::QuicDgram => "quic-dgram",
+            Transport::Tcp => "tcp",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -68,6 +81,10 @@ pub struct CellResult {
     pub mbytes_sent: f64,
     pub checksum_failures: u64,
     pub bases_missing: u64,
+    /// quic-dgram: frames rebuilt from datagrams with recovery shards, and frames given up
+    /// with too few shards, over the measuring window.
+    pub datagram_recovered: u64,
+    pub datagram_lost: u64,
     /// Host: capture, encode, send; viewer: decode, apply; the rest of capture → applied
     /// (averages, ms).
     pub capture_ms: f64,
@@ -146,7 +163,8 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
                     resolution: res,
                     fps,
                     v1_addr: (transport == Transport::Tcp).then_some(any),
-                    quic_addr: (transport == Transport::Quic).then_some(any),
+                    quic_addr: (transport != Transport::Tcp).then_some(any),
+                    quic_datagrams: transport == Transport::QuicDgram,
                     quic_dir: Some(cert_dir),
                     daylight_addr: None,
                     token: Some(TOKEN.into()),
@@ -193,7 +211,7 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         let rt = framewire_client::viewer::runtime()?;
         rt.block_on(async move {
             let mut o = ViewerOptions::new(addr.to_string(), Protocol::V1).with_colour(colour);
-            o.quic = pin.filter(|_| transport == Transport::Quic);
+            o.quic = pin.filter(|_| transport != Transport::Tcp);
             o.token = Some(TOKEN.into());
             let sh2 = sh.clone();
             let run = tokio::spawn(run_viewer(o, st.clone(), move |ev| {
@@ -257,6 +275,8 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         mbytes_sent: ab.bytes_out as f64 / 1e6,
         checksum_failures: s.checksum_failures,
         bases_missing: s.bases_missing,
+        datagram_recovered: s.datagram_recovered,
+        datagram_lost: s.datagram_lost,
         capture_ms: report.capture.avg,
         encode_ms: encode,
         send_ms: send,
@@ -294,8 +314,9 @@ fn cells(a: &BenchNetArgs) -> anyhow::Result<Vec<Cell>> {
         .split(',')
         .map(|t| match t.trim() {
             "quic" => Ok(Transport::Quic),
+            "quic-dgram" => Ok(Transport::QuicDgram),
             "tcp" => Ok(Transport::Tcp),
-            x => bail!("--transports: {x:?} is neither quic nor tcp"),
+            x => bail!("--transports: {x:?} is none of quic, quic-dgram and tcp"),
         })
         .collect::<anyhow::Result<_>>()?;
     let mut out = Vec::new();
@@ -328,9 +349,9 @@ fn print_row(r: &CellResult) {
         .exact_after_burst_ms
         .map_or("never".to_string(), |m| format!("{m:.0}"));
     println!(
-        "{:<14} {:<4} {:>6} {:>4} {:>4} | {:>7.1} {:>7.1} {:>6.1} {:>7} {:>8.2} | {:>5.2} {:>5.2} {:>5.2} {:>7.1} {:>5.2} {:>5.2} | {:>4} {:>5}",
+        "{:<14} {:<10} {:>6} {:>4} {:>4} | {:>7.1} {:>7.1} {:>6.1} {:>7} {:>8.2} | {:>5.2} {:>5.2} {:>5.2} {:>7.1} {:>5.2} {:>5.2} | {:>4} {:>5}",
         label(&c.content),
-        format!("{:?}", c.transport).to_lowercase(),
+        c.transport.name(),
         rate,
         c.rtt_ms,
         c.loss_pct,
@@ -348,6 +369,12 @@ fn print_row(r: &CellResult) {
         r.checksum_failures,
         r.bases_missing
     );
+    if c.transport == Transport::QuicDgram {
+        println!(
+            "  datagrams: {} frames rebuilt with recovery shards, {} lost (too few shards)",
+            r.datagram_recovered, r.datagram_lost
+        );
+    }
 }
 
 pub fn run(a: &BenchNetArgs) -> anyhow::Result<()> {
@@ -364,7 +391,7 @@ pub fn run(a: &BenchNetArgs) -> anyhow::Result<()> {
     if !a.json {
         println!("capture→applied ms (clock-offset corrected); fps = exact pictures shown; burst = ms to an exact picture after a {BURST_MS} ms blackout; stages = averages, ms");
         println!(
-            "{:<14} {:<4} {:>6} {:>4} {:>4} | {:>7} {:>7} {:>6} {:>7} {:>8} | {:>5} {:>5} {:>5} {:>7} {:>5} {:>5} | {:>4} {:>5}",
+            "{:<14} {:<10} {:>6} {:>4} {:>4} | {:>7} {:>7} {:>6} {:>7} {:>8} | {:>5} {:>5} {:>5} {:>7} {:>5} {:>5} | {:>4} {:>5}",
             "content", "via", "rate", "rtt", "loss%", "p50", "p99", "fps", "burst", "MB sent",
             "capt", "enc", "send", "network", "dec", "apply", "bad", "bases"
         );

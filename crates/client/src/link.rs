@@ -1,13 +1,15 @@
 //! How a v1 viewer's bytes move: one TCP byte stream, or a QUIC connection whose control
 //! stream carries everything but frames and whose frames each come on a stream of their own
-//! (`framewire-quic`). The viewer reads a [`Link`] and hands what it gets to its session.
+//! or as datagrams of shards (`framewire-quic`). The viewer reads a [`Link`] and hands what it gets to its session.
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use bytes::Bytes;
 use framewire_proto::v1;
+use framewire_quic::shards::{Reassembler, ShardCounters};
 use framewire_quic::Fingerprint;
 use framewire_telemetry::clock::now_us;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -40,6 +42,8 @@ pub struct QuicLink {
     send: quinn::SendStream,
     recv: quinn::RecvStream,
     units: mpsc::Receiver<(Bytes, u64)>,
+    /// What the datagram reader has put together, recovered and given up.
+    shards: Arc<Mutex<ShardCounters>>,
     /// Kept so the endpoint lives as long as the link.
     _endpoint: quinn::Endpoint,
 }
@@ -67,6 +71,14 @@ impl Link {
         match self {
             Link::Tcp(s) => s.write_all(b).await,
             Link::Quic(q) => q.send.write_all(b).await.map_err(io::Error::other),
+        }
+    }
+
+    /// The counters of frames sent as datagrams (QUIC only).
+    pub fn shard_counters(&self) -> Option<ShardCounters> {
+        match self {
+            Link::Quic(q) => Some(*q.shards.lock().expect("shard counters")),
+            Link::Tcp(_) => None,
         }
     }
 
@@ -99,14 +111,41 @@ pub async fn connect_quic(addr: &str, pin: Fingerprint) -> anyhow::Result<Link> 
         })?;
     let (send, recv) = conn.open_bi().await.context("opening the control stream")?;
     let (tx, units) = mpsc::channel(UNITS_QUEUED);
-    tokio::spawn(accept_units(conn.clone(), tx));
+    tokio::spawn(accept_units(conn.clone(), tx.clone()));
+    let shards = Arc::new(Mutex::new(ShardCounters::default()));
+    tokio::spawn(accept_datagrams(conn.clone(), tx, shards.clone()));
     Ok(Link::Quic(QuicLink {
         conn,
         send,
         recv,
         units,
+        shards,
         _endpoint: endpoint,
     }))
+}
+
+/// Puts frames sent as datagrams back together (`framewire_quic::shards`), each stamped when
+/// it is whole, as a stream's frame is. A malformed datagram is counted and logged, and the
+/// others are still taken.
+async fn accept_datagrams(
+    conn: quinn::Connection,
+    tx: mpsc::Sender<(Bytes, u64)>,
+    counters: Arc<Mutex<ShardCounters>>,
+) {
+    let mut r = Reassembler::new(v1::DEFAULT_MAX_FRAME_BODY as usize + 256);
+    while let Ok(d) = conn.read_datagram().await {
+        let got = r.push(&d);
+        *counters.lock().expect("shard counters") = r.counters();
+        match got {
+            Ok(Some(unit)) => {
+                if tx.send((Bytes::from(unit), now_us())).await.is_err() {
+                    return;
+                }
+            }
+            Ok(None) => {}
+            Err(e) => debug!(error = %e, "frame datagram refused"),
+        }
+    }
 }
 
 /// Reads every frame stream the host opens, each on its own task so a frame still arriving

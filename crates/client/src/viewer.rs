@@ -82,6 +82,11 @@ pub struct ViewerStats {
     /// Frames that named a base this viewer did not hold (one before them was lost); its
     /// picture stayed as it was.
     pub bases_missing: u64,
+    /// Over QUIC, frames that came as datagrams and were rebuilt; of those, the ones that
+    /// needed recovery shards; and frames given up with too few shards (never shown).
+    pub datagram_frames: u64,
+    pub datagram_recovered: u64,
+    pub datagram_lost: u64,
     pub last_seq: Option<u64>,
     pub brightness: Option<u8>,
     pub warmth: Option<u8>,
@@ -118,6 +123,9 @@ impl Default for ViewerStats {
             checksum_failures: 0,
             decode_errors: 0,
             bases_missing: 0,
+            datagram_frames: 0,
+            datagram_recovered: 0,
+            datagram_lost: 0,
             last_seq: None,
             brightness: None,
             warmth: None,
@@ -160,8 +168,15 @@ impl ViewerStats {
                 self.e2e_us.percentile(99.0).unwrap_or(0.0) / 1000.0
             )
         };
+        let datagrams = match self.datagram_frames + self.datagram_lost {
+            0 => String::new(),
+            _ => format!(
+                " | datagram frames {} ({} rebuilt, {} lost)",
+                self.datagram_frames, self.datagram_recovered, self.datagram_lost
+            ),
+        };
         format!(
-            "{} {}x{} | fps {:.1} | recv {:.2}ms | lz4 {:.2}ms | delta {:.2}ms | total {:.2}ms | e2e avg/p99 {} | {:.0}KB | drops {} | checksum failures {} | frames {}",
+            "{} {}x{} | fps {:.1} | recv {:.2}ms | lz4 {:.2}ms | delta {:.2}ms | total {:.2}ms | e2e avg/p99 {} | {:.0}KB | drops {} | checksum failures {} | frames {}{datagrams}",
             self.protocol,
             self.width,
             self.height,
@@ -290,8 +305,13 @@ async fn run_v1(
     stats: Arc<Mutex<ViewerStats>>,
     mut on_frame: impl FnMut(&FrameEvent<'_>) -> bool,
 ) -> anyhow::Result<()> {
+    // Over QUIC the link also puts frames together from datagrams (`link.rs`).
+    let datagrams = match sock {
+        Link::Quic(_) => caps::FRAME_DATAGRAMS,
+        Link::Tcp(_) => 0,
+    };
     let hello = ViewerHello {
-        caps: opts.caps,
+        caps: opts.caps | datagrams,
         stream: "screen".into(),
         token: opts.token.clone().unwrap_or_default(),
     };
@@ -367,6 +387,12 @@ async fn run_v1(
             Input::Unit(b, arrived) => {
                 rc.bytes_arrived(arrived);
                 session.handle_unit(arrived, &b);
+                if let Some(c) = sock.shard_counters().filter(|c| c.datagrams > 0) {
+                    let mut s = lock(&stats);
+                    s.datagram_frames = c.units;
+                    s.datagram_recovered = c.recovered;
+                    s.datagram_lost = c.abandoned;
+                }
             }
         }
     }

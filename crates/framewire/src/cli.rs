@@ -142,6 +142,12 @@ pub struct ServeArgs {
     /// link printed at start carries its fingerprint.
     #[arg(long, value_name = "PORT")]
     pub quic_port: Option<u16>,
+    /// How frames go to QUIC viewers: a stream each (a lost packet is retransmitted; a frame
+    /// made stale is reset), or datagrams with Reed-Solomon recovery shards, a tenth more
+    /// bytes (a lost packet is made good from the others; a frame that loses more than its
+    /// recovery shards is not shown). Browsers over WebTransport always take streams.
+    #[arg(long, value_enum, default_value_t = QuicFrames::Streams, value_name = "HOW")]
+    pub quic_frames: QuicFrames,
     /// Daylight-compatible port, for the Daylight Android app (via `adb reverse tcp:8888 tcp:8888`).
     #[arg(long, default_value_t = 8888)]
     pub daylight_port: u16,
@@ -372,4 +378,11 @@ pub struct CtlArgs {
     /// in /tmp/framewire-UID/]; only one of yours or root's is used.
     #[arg(long)]
     pub control_socket: Option<PathBuf>,
+}
+
+/// `serve --quic-frames`.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum QuicFrames {
+    Streams,
+    Datagrams,
 }

@@ -123,6 +123,7 @@ pub fn config(a: &ServeArgs, mirror: bool) -> anyhow::Result<ServerConfig> {
         fps: a.source.fps,
         v1_addr: Some(SocketAddr::new(v1_bind(a), a.port)),
         quic_addr: a.quic_port.map(|p| SocketAddr::new(a.bind, p)),
+        quic_datagrams: a.quic_frames == crate::cli::QuicFrames::Datagrams,
         daylight_addr: (!a.no_daylight).then(|| SocketAddr::new(a.daylight_bind, a.daylight_port)),
         sensor_addr: (!a.no_sensors).then(|| SocketAddr::new(a.sensor_bind, a.sensor_port)),
         sensor_start: sensor_start(&a.sensor_start)?,

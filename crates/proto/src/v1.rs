@@ -37,6 +37,12 @@ pub mod caps {
     /// Moved-rectangle deltas may carry predicted rectangles (bit 15 of `nmoves`): pixels
     /// coded from their neighbours, for a video or a photograph where an XOR saves nothing.
     pub const PREDICTED_RECTS: u32 = 1 << 7;
+    /// Over QUIC, the viewer also takes frames as datagrams: each frame split into shards
+    /// with Reed-Solomon recovery shards (spec/PROTOCOL.md, "Frames in datagrams"), so a lost
+    /// packet is made good from the others instead of retransmitted. The host uses them only
+    /// when told to (`serve --quic-frames datagrams`); a viewer that declares this bit must
+    /// take frames either way.
+    pub const FRAME_DATAGRAMS: u32 = 1 << 8;
     pub const ALL: u32 = LZ4
         | ZSTD
         | UNCHANGED

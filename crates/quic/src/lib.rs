@@ -7,6 +7,7 @@
 //! | `pin.rs` | the viewer's check of the host: the certificate must have the fingerprint from the link |
 //! | `congestion.rs` | QUIC's congestion window: BBR's, kept for a while when a loss would drop it to the bytes in flight |
 //! | `endpoint.rs` | the transport settings, host and viewer endpoints built from them, and the HTTP port's TLS |
+//! | `shards.rs` | frames as QUIC datagrams: split into shards with Reed-Solomon recovery shards, and put back together from any enough of them |
 //!
 //! How v1 runs over a connection: the viewer opens one bidirectional stream for everything but
 //! frames (Hello, Welcome, Ack, Ping, Pong, Input, Goodbye, and a StreamDesc sent alone); the
@@ -18,6 +19,7 @@ pub mod congestion;
 mod endpoint;
 mod identity;
 mod pin;
+pub mod shards;
 
 pub use endpoint::{client_endpoint, https_config, server_config, server_endpoint, ALPN, H3_ALPN};
 pub use identity::{config_dir, Fingerprint, Identity};

@@ -13,7 +13,8 @@ pub trait Conn: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     type Write: AsyncWrite + Unpin + Send + 'static;
     type Transport: Transport;
     fn halves(self) -> (Self::Read, Self::Write);
-    fn into_transport(self) -> Self::Transport;
+    /// The transport a viewer's session sends through, given the capabilities it declared.
+    fn into_transport(self, viewer_caps: u32) -> Self::Transport;
 }
 
 impl Conn for TcpStream {
@@ -24,7 +25,7 @@ impl Conn for TcpStream {
     fn halves(self) -> (OwnedReadHalf, OwnedWriteHalf) {
         self.into_split()
     }
-    fn into_transport(self) -> Self::Transport {
+    fn into_transport(self, _: u32) -> Self::Transport {
         StreamTransport::new(self)
     }
 }
@@ -36,7 +37,7 @@ impl Conn for DuplexStream {
     fn halves(self) -> (Self::Read, Self::Write) {
         tokio::io::split(self)
     }
-    fn into_transport(self) -> Self::Transport {
+    fn into_transport(self, _: u32) -> Self::Transport {
         StreamTransport::new(self)
     }
 }

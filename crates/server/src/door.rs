@@ -110,7 +110,13 @@ impl Door {
             }
             _ => Ok(self
                 .mirror
-                .serve_v1_viewer(sock.into_transport(), dec, peer, hello.caps, control)
+                .serve_v1_viewer(
+                    sock.into_transport(hello.caps),
+                    dec,
+                    peer,
+                    hello.caps,
+                    control,
+                )
                 .await?),
         }
     }

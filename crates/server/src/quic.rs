@@ -3,7 +3,10 @@
 //! viewer's session then sends each frame on a unidirectional stream of its own
 //! ([`QuicTransport`]). A frame that does not depend on the frames still in flight (a keyframe,
 //! or a delta against the picture the viewer acknowledged) resets their streams: QUIC stops
-//! retransmitting pictures nobody needs any more.
+//! retransmitting pictures nobody needs any more. Or, when the host is told so
+//! ([`Carriage::Datagrams`]) and the viewer declared it takes them, each frame goes as datagrams
+//! of shards with Reed-Solomon recovery shards (`framewire_quic::shards`): a lost packet is
+//! made good from the others instead of retransmitted a round trip later.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -14,9 +17,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
 use framewire_mirror::{PathFigures, Transport};
 use framewire_net::Gate;
+use framewire_proto::v1::caps;
 use framewire_quic::codes;
+use framewire_quic::shards;
 use framewire_session::Transmit;
 use quinn::{SendStream, VarInt};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -50,6 +56,19 @@ pub trait FrameLink: Clone + Unpin + Send + Sync + 'static {
     fn open_frame(&self) -> impl Future<Output = io::Result<Self::Stream>> + Send;
     /// The connection beneath (for the path's figures).
     fn quic(&self) -> &quinn::Connection;
+    /// Frames may go as framewire's own datagrams (a WebTransport session's datagrams carry
+    /// a header of HTTP/3's, and the browser takes frames on streams).
+    fn takes_frame_datagrams(&self) -> bool;
+}
+
+/// How frames go to a viewer that takes them in any order (it names bases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carriage {
+    /// A unidirectional stream each, reset when superseded.
+    Streams,
+    /// Datagrams of shards with recovery shards, to viewers that declared
+    /// [`caps::FRAME_DATAGRAMS`]; a stream each to the others.
+    Datagrams,
 }
 
 /// One frame's stream, written through quinn once it is open.
@@ -70,6 +89,9 @@ impl FrameLink for quinn::Connection {
     fn quic(&self) -> &quinn::Connection {
         self
     }
+    fn takes_frame_datagrams(&self) -> bool {
+        true
+    }
 }
 
 impl FrameStream for SendStream {
@@ -83,6 +105,7 @@ pub struct QuicConn<L: FrameLink> {
     link: L,
     recv: L::Recv,
     send: L::Send,
+    carriage: Carriage,
 }
 
 impl<L: FrameLink> AsyncRead for QuicConn<L> {
@@ -118,12 +141,16 @@ impl<L: FrameLink> Conn for QuicConn<L> {
     fn halves(self) -> (L::Recv, L::Send) {
         (self.recv, self.send)
     }
-    fn into_transport(self) -> Self::Transport {
+    fn into_transport(self, viewer_caps: u32) -> Self::Transport {
+        let datagrams = self.carriage == Carriage::Datagrams
+            && self.link.takes_frame_datagrams()
+            && viewer_caps & caps::FRAME_DATAGRAMS != 0;
         QuicTransport {
             link: self.link,
             send: self.send,
             recv: self.recv,
             frames: VecDeque::new(),
+            datagrams: datagrams.then(Datagrams::default),
         }
     }
 }
@@ -135,6 +162,50 @@ pub struct QuicTransport<L: FrameLink> {
     send: L::Send,
     recv: L::Recv,
     frames: VecDeque<L::Stream>,
+    /// Set when frames go as datagrams.
+    datagrams: Option<Datagrams>,
+}
+
+/// The datagram side of a transport: the next frame's number, and its datagrams.
+#[derive(Default)]
+struct Datagrams {
+    next: u32,
+    out: Vec<Bytes>,
+}
+
+impl<L: FrameLink> QuicTransport<L> {
+    /// Sends a frame as datagrams when this viewer takes them, it is not a keyframe and it can
+    /// be split; returns it otherwise (a stream takes it). Waits while quinn's datagram buffer is full
+    /// rather than let it drop the oldest: the session's budget, not the buffer, decides what
+    /// is skipped.
+    async fn send_datagrams(&mut self, t: Transmit) -> io::Result<Option<Transmit>> {
+        let (Some(d), Some(max), false) = (
+            &mut self.datagrams,
+            self.link.quic().max_datagram_size(),
+            t.keyframe,
+        ) else {
+            return Ok(Some(t));
+        };
+        let mut unit = Vec::with_capacity(t.head.len() + t.payload.as_ref().map_or(0, |p| p.len()));
+        unit.extend_from_slice(&t.head);
+        if let Some(p) = &t.payload {
+            unit.extend_from_slice(p);
+        }
+        d.out.clear();
+        if let Err(e) = shards::split(d.next, &unit, max, &mut d.out) {
+            debug!(error = %e, bytes = unit.len(), "frame sent on a stream, not as datagrams");
+            return Ok(Some(t));
+        }
+        d.next = d.next.wrapping_add(1);
+        for b in d.out.drain(..) {
+            self.link
+                .quic()
+                .send_datagram_wait(b)
+                .await
+                .map_err(io::Error::other)?;
+        }
+        Ok(None)
+    }
 }
 
 impl<L: FrameLink> Transport for QuicTransport<L> {
@@ -152,6 +223,9 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
             }
             return Ok(());
         }
+        let Some(t) = self.send_datagrams(t).await? else {
+            return Ok(());
+        };
         if t.independent {
             // The older frames are superseded: the viewer drops any that arrives after this
             // one. The newest few stay, so a path slower than a frame interval still delivers
@@ -198,6 +272,7 @@ pub async fn accept_loop(
     gate: Arc<Gate>,
     door: Arc<Door>,
     web: Arc<WebRules>,
+    carriage: Carriage,
 ) {
     while let Some(incoming) = endpoint.accept().await {
         let Some(permit) = gate.try_enter() else {
@@ -208,7 +283,7 @@ pub async fn accept_loop(
         tokio::spawn(async move {
             let _permit = permit;
             let peer = incoming.remote_address();
-            if let Err(e) = serve(incoming, peer, &door, &web).await {
+            if let Err(e) = serve(incoming, peer, &door, &web, carriage).await {
                 debug!(%peer, error = %e, "QUIC connection ended with an error");
             }
         });
@@ -220,6 +295,7 @@ async fn serve(
     peer: SocketAddr,
     door: &Door,
     web: &WebRules,
+    carriage: Carriage,
 ) -> anyhow::Result<()> {
     let mut connecting = incoming.accept()?;
     let alpn = connecting
@@ -232,7 +308,7 @@ async fn serve(
     }
     let conn = connecting.await?;
     door.counters.connections.inc("framewire-quic");
-    run(conn, peer, door).await
+    run(conn, peer, door, carriage).await
 }
 
 /// A connection's v1 session: its control stream through the front door, then the session.
@@ -240,6 +316,7 @@ pub(crate) async fn run<L: FrameLink>(
     link: L,
     peer: SocketAddr,
     door: &Door,
+    carriage: Carriage,
 ) -> anyhow::Result<()> {
     let (send, recv) = tokio::time::timeout(CONTROL_TIMEOUT, link.accept_control())
         .await
@@ -248,6 +325,7 @@ pub(crate) async fn run<L: FrameLink>(
         link: link.clone(),
         recv,
         send,
+        carriage,
     };
     let r = door.serve_v1(c, peer).await;
     // What was written last (a Goodbye) is delivered before the connection closes: the viewer

@@ -283,11 +283,16 @@ impl ServerHandle {
         let web = crate::webtransport::WebRules {
             http_port: self.http_addr.map(|a| a.port()),
         };
+        let carriage = match cfg.quic_datagrams {
+            true => crate::quic::Carriage::Datagrams,
+            false => crate::quic::Carriage::Streams,
+        };
         self.tasks.push(tokio::spawn(crate::quic::accept_loop(
             endpoint,
             gate,
             door.clone(),
             Arc::new(web),
+            carriage,
         )));
         Ok(())
     }

@@ -74,6 +74,9 @@ impl FrameLink for wtransport::Connection {
     fn quic(&self) -> &quinn::Connection {
         self.quic_connection()
     }
+    fn takes_frame_datagrams(&self) -> bool {
+        false
+    }
 }
 
 /// The stream's header is written when it opens; the frame goes straight to quinn after it.
@@ -116,7 +119,7 @@ pub(crate) async fn serve(
     }
     let conn = req.accept().await?;
     door.counters.connections.inc("webtransport");
-    crate::quic::run(conn, peer, door).await
+    crate::quic::run(conn, peer, door, crate::quic::Carriage::Streams).await
 }
 
 #[cfg(test)]

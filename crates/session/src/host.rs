@@ -87,6 +87,9 @@ pub struct Transmit {
     /// The viewer takes this frame on a transport stream of its own, in any order (it names
     /// bases: it holds a frame until its base arrives). Otherwise frames must keep their order.
     pub own_stream: bool,
+    /// The frame is a keyframe. A transport that may lose a frame whole (datagrams) sends it
+    /// reliably: a viewer that lost one may have no picture to apply anything else to.
+    pub keyframe: bool,
 }
 
 impl Transmit {
@@ -98,6 +101,7 @@ impl Transmit {
             frame: false,
             independent: false,
             own_stream: false,
+            keyframe: false,
         }
     }
 }
@@ -602,6 +606,7 @@ impl<W: Wire> HostSession<W> {
             frame: true,
             independent,
             own_stream: self.wire.names_bases(),
+            keyframe: out.keyframe,
         });
     }
 

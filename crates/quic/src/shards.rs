@@ -1,0 +1,943 @@
+//! Frames as QUIC datagrams: a unit (one v1 frame, as it would go on a stream) split into
+//! equal shards plus Reed-Solomon recovery shards, and put back together from any `originals`
+//! of them.
+//!
+//! A datagram that is lost stays lost: QUIC does not retransmit it. That is the point: a
+//! retransmission arrives a round trip late, when a newer frame may already have made this one
+//! stale. Instead each unit carries [`recovery_for`] extra shards, and the receiver rebuilds it
+//! from any `originals` shards of the `originals + recovery` sent, whichever they are. A unit
+//! that lost more than that is given up once [`MAX_PENDING`] newer units have started.
+//!
+//! No checksum: QUIC authenticates every datagram (AEAD), so a shard that arrives arrived as it
+//! was sent, and loss is the only damage left, which is what erasure coding repairs.
+//!
+//! Each datagram is a [`HEADER_LEN`]-byte header, all little-endian, then the shard:
+//!
+//! | bytes | field | meaning |
+//! |---|---|---|
+//! | 0..4 | `frame: u32` | the sender's count of units on this connection, wrapping; an opaque id here |
+//! | 4..8 | `unit_len: u32` | bytes of the unit |
+//! | 8..10 | `index: u16` | `0..originals` an original shard, `originals..originals + recovery` a recovery shard |
+//! | 10..12 | `originals: u16` | `ceil(unit_len / shard_len)` |
+//! | 12..14 | `recovery: u16` | recovery shards sent for this unit |
+//! | 14..16 | `shard_len: u16` | bytes of every shard of this unit, even (the codec works on 16-bit words) |
+//!
+//! Original shard `i` holds unit bytes `[i * shard_len, (i + 1) * shard_len)`, the last one
+//! zero-padded to `shard_len`. Every datagram of a unit is `HEADER_LEN + shard_len` bytes.
+//!
+//! [`split`] is the sender's half; [`Reassembler`] the receiver's. Neither does I/O or reads a
+//! clock: the transport feeds them.
+
+use std::collections::VecDeque;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use reed_solomon_simd::{ReedSolomonDecoder, ReedSolomonEncoder};
+use thiserror::Error;
+
+/// Bytes of the header before each shard.
+pub const HEADER_LEN: usize = 16;
+
+/// Recovery shards per original shard, as a share: recovery = max(1, ceil(originals /
+/// REPAIR_DIVISOR)). One in ten repairs a loss rate of a few percent spread across a frame; a
+/// unit of one shard still gets one, so a small frame (a cursor move) survives one loss too.
+pub const REPAIR_DIVISOR: usize = 10;
+
+/// Units being put together at once. A unit still incomplete when `MAX_PENDING` newer units
+/// have started arriving is abandoned: by then it is stale, and keeping it would let a peer
+/// that never completes anything hold memory.
+pub const MAX_PENDING: usize = 8;
+
+/// Frame numbers remembered after their unit was put together or abandoned, so their
+/// remaining shards (the recovery shards of a unit whose originals all came, most often) are
+/// counted late and dropped instead of starting the unit anew.
+const FINISHED_MEMORY: usize = 256;
+
+/// The largest shard the header's `shard_len: u16` can announce that is also even.
+const MAX_SHARD_LEN: usize = u16::MAX as usize & !1;
+
+/// Why a unit could not be split, or a datagram was refused.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ShardError {
+    #[error("empty unit: there is nothing to send")]
+    Empty,
+    #[error("unit of {len} bytes is larger than the {max} allowed")]
+    TooLarge { len: usize, max: usize },
+    #[error("datagram of {len} bytes is shorter than the {min} needed")]
+    DatagramTooSmall { len: usize, min: usize },
+    #[error("malformed shard: {0}")]
+    Malformed(&'static str),
+    /// The Reed-Solomon codec refused what the checks before it let through; not expected.
+    #[error("Reed-Solomon codec: {0}")]
+    Codec(String),
+}
+
+fn codec(e: reed_solomon_simd::Error) -> ShardError {
+    ShardError::Codec(e.to_string())
+}
+
+/// How many recovery shards a unit of `originals` original shards gets.
+pub fn recovery_for(originals: usize) -> usize {
+    originals.div_ceil(REPAIR_DIVISOR).max(1)
+}
+
+/// The most original shards a unit can have: the header counts them in a `u16`, and the codec
+/// takes a count only while, with its recovery count, `min(pow2(originals), pow2(recovery)) +
+/// max(originals, recovery) <= 65536` (pow2: the next power of two). With [`REPAIR_DIVISOR`]
+/// at 10 that is 57344.
+fn max_originals() -> usize {
+    // Both terms of the codec's rule grow with `originals`, so the supported counts are one
+    // range from 1: find its end.
+    let (mut lo, mut hi) = (1usize, u16::MAX as usize);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if ReedSolomonEncoder::supports(mid, recovery_for(mid)) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
+/// Splits `unit` (frame number `frame`) into datagrams of at most `max_datagram` bytes each
+/// (header included), originals then recovery shards, appended to `out`.
+///
+/// `shard_len` is the largest even number that fits `max_datagram - HEADER_LEN` (and the
+/// header's `u16`), but no more than the unit needs: a unit smaller than one shard gets its own
+/// length rounded up to even, so a small frame is not padded to a full datagram.
+///
+/// Errors, with `out` left as it was: an empty unit; `max_datagram` below `HEADER_LEN + 2`; a
+/// unit needing more shards than the header or the codec can count at this datagram size.
+pub fn split(
+    frame: u32,
+    unit: &[u8],
+    max_datagram: usize,
+    out: &mut Vec<Bytes>,
+) -> Result<(), ShardError> {
+    if unit.is_empty() {
+        return Err(ShardError::Empty);
+    }
+    if max_datagram < HEADER_LEN + 2 {
+        return Err(ShardError::DatagramTooSmall {
+            len: max_datagram,
+            min: HEADER_LEN + 2,
+        });
+    }
+    let room = (max_datagram - HEADER_LEN).min(MAX_SHARD_LEN) & !1;
+    let shard_len = room.min(unit.len().next_multiple_of(2));
+    let originals = unit.len().div_ceil(shard_len);
+    let recovery = recovery_for(originals);
+    let fits = u32::try_from(unit.len()).is_ok()
+        && originals <= u16::MAX as usize
+        && ReedSolomonEncoder::supports(originals, recovery);
+    if !fits {
+        return Err(ShardError::TooLarge {
+            len: unit.len(),
+            max: (max_originals() * shard_len).min(u32::MAX as usize),
+        });
+    }
+    // All of these fit their fields: checked just above (and shard_len <= MAX_SHARD_LEN).
+    let mut header = Header {
+        frame,
+        unit_len: unit.len() as u32,
+        index: 0,
+        originals: originals as u16,
+        recovery: recovery as u16,
+        shard_len: shard_len as u16,
+    };
+
+    let start = out.len();
+    for (i, chunk) in unit.chunks(shard_len).enumerate() {
+        header.index = i as u16;
+        let mut d = BytesMut::with_capacity(HEADER_LEN + shard_len);
+        header.write(&mut d);
+        d.put_slice(chunk);
+        d.resize(HEADER_LEN + shard_len, 0);
+        out.push(d.freeze());
+    }
+    // The original datagrams already hold the padded shards: encode from them, no copy.
+    let encoded = ReedSolomonEncoder::new(originals, recovery, shard_len).and_then(|mut enc| {
+        for d in &out[start..] {
+            enc.add_original_shard(&d[HEADER_LEN..])?;
+        }
+        let result = enc.encode()?;
+        Ok(result
+            .recovery_iter()
+            .enumerate()
+            .map(|(j, shard)| {
+                header.index = (originals + j) as u16;
+                let mut d = BytesMut::with_capacity(HEADER_LEN + shard_len);
+                header.write(&mut d);
+                d.put_slice(shard);
+                d.freeze()
+            })
+            .collect::<Vec<_>>())
+    });
+    match encoded {
+        Ok(recovery_datagrams) => {
+            out.extend(recovery_datagrams);
+            Ok(())
+        }
+        Err(e) => {
+            out.truncate(start);
+            Err(codec(e))
+        }
+    }
+}
+
+/// One datagram's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Header {
+    frame: u32,
+    unit_len: u32,
+    index: u16,
+    originals: u16,
+    recovery: u16,
+    shard_len: u16,
+}
+
+/// What every shard of one unit must agree on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    unit_len: u32,
+    originals: u16,
+    recovery: u16,
+    shard_len: u16,
+}
+
+impl Header {
+    fn write(&self, out: &mut BytesMut) {
+        out.put_u32_le(self.frame);
+        out.put_u32_le(self.unit_len);
+        out.put_u16_le(self.index);
+        out.put_u16_le(self.originals);
+        out.put_u16_le(self.recovery);
+        out.put_u16_le(self.shard_len);
+    }
+
+    fn read(d: &[u8; HEADER_LEN]) -> Header {
+        let u32_at = |i: usize| u32::from_le_bytes([d[i], d[i + 1], d[i + 2], d[i + 3]]);
+        let u16_at = |i: usize| u16::from_le_bytes([d[i], d[i + 1]]);
+        Header {
+            frame: u32_at(0),
+            unit_len: u32_at(4),
+            index: u16_at(8),
+            originals: u16_at(10),
+            recovery: u16_at(12),
+            shard_len: u16_at(14),
+        }
+    }
+
+    fn shape(&self) -> Shape {
+        Shape {
+            unit_len: self.unit_len,
+            originals: self.originals,
+            recovery: self.recovery,
+            shard_len: self.shard_len,
+        }
+    }
+}
+
+/// What [`Reassembler`] did with the datagrams it was given, for telemetry.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ShardCounters {
+    /// Datagrams that passed the checks, whatever became of them: used, duplicate or late.
+    pub datagrams: u64,
+    /// Units put back together.
+    pub units: u64,
+    /// Of those, units that needed recovery shards: an original was missing when the unit
+    /// became complete (lost, or not yet arrived when enough recovery shards had).
+    pub recovered: u64,
+    /// Units dropped incomplete: [`MAX_PENDING`] newer ones had started (or, not expected,
+    /// the codec refused to decode it; `push` then returns the error).
+    pub abandoned: u64,
+    /// Shards of a unit already put together or abandoned. Without loss these are the
+    /// recovery shards that arrive after their unit's originals: expected, not a fault.
+    pub late: u64,
+    /// Datagrams refused.
+    pub malformed: u64,
+}
+
+/// A unit being put together.
+struct Pending {
+    frame: u32,
+    shape: Shape,
+    /// The reassembler's count of units started when this one started: its age.
+    started: u64,
+    /// Shards by index, kept as they arrived; originals then recovery.
+    slots: Vec<Option<Box<[u8]>>>,
+    originals_held: usize,
+    recovery_held: usize,
+}
+
+impl Pending {
+    fn complete(&self) -> bool {
+        // Whole either way: every original, or as many shards as originals for the decoder.
+        self.originals_held + self.recovery_held >= self.shape.originals as usize
+    }
+
+    /// The unit, and whether recovery shards were needed for it.
+    fn assemble(self) -> Result<(Vec<u8>, bool), ShardError> {
+        let originals = self.shape.originals as usize;
+        let recovery = self.shape.recovery as usize;
+        let shard_len = self.shape.shard_len as usize;
+        let unit_len = self.shape.unit_len as usize;
+        let mut unit = Vec::with_capacity(unit_len);
+        let mut take = |shard: &[u8]| {
+            let n = shard.len().min(unit_len - unit.len());
+            unit.extend_from_slice(&shard[..n]);
+        };
+        if self.originals_held == originals {
+            for shard in self.slots[..originals].iter().flatten() {
+                take(shard);
+            }
+            return Ok((unit, false));
+        }
+        let mut decoder = ReedSolomonDecoder::new(originals, recovery, shard_len).map_err(codec)?;
+        for (i, slot) in self.slots.iter().enumerate() {
+            if let Some(shard) = slot {
+                if i < originals {
+                    decoder.add_original_shard(i, shard).map_err(codec)?;
+                } else {
+                    decoder
+                        .add_recovery_shard(i - originals, shard)
+                        .map_err(codec)?;
+                }
+            }
+        }
+        let restored = decoder.decode().map_err(codec)?;
+        for (i, slot) in self.slots[..originals].iter().enumerate() {
+            match slot {
+                Some(shard) => take(shard),
+                None => take(restored.restored_original(i).ok_or_else(|| {
+                    ShardError::Codec(format!("original shard {i} not restored"))
+                })?),
+            }
+        }
+        Ok((unit, true))
+    }
+}
+
+/// The receiver's half: takes datagrams in any order, with any lost, duplicated or late, and
+/// gives back each unit once, as soon as enough of its shards have arrived.
+pub struct Reassembler {
+    max_unit: usize,
+    /// Oldest first: units start in this order, so age is position.
+    pending: VecDeque<Pending>,
+    /// Frame numbers put together or abandoned, the last [`FINISHED_MEMORY`] of them.
+    finished: VecDeque<u32>,
+    started: u64,
+    counters: ShardCounters,
+}
+
+impl Reassembler {
+    /// Units up to `max_unit` bytes are accepted; a header announcing more is refused before
+    /// anything is allocated for it.
+    pub fn new(max_unit: usize) -> Self {
+        Reassembler {
+            max_unit,
+            pending: VecDeque::with_capacity(MAX_PENDING),
+            finished: VecDeque::with_capacity(FINISHED_MEMORY),
+            started: 0,
+            counters: ShardCounters::default(),
+        }
+    }
+
+    /// Takes one datagram; returns a unit when this datagram completes it (exactly once per
+    /// unit).
+    ///
+    /// A malformed datagram returns `Err` and is counted; the reassembler stays usable and the
+    /// unit it claimed to belong to is untouched. A duplicate of a shard already held is
+    /// ignored: `Ok(None)`, counted in `datagrams` only. A shard of a unit already put together
+    /// or abandoned is `Ok(None)` and counted `late`.
+    ///
+    /// Memory: a new unit costs one slot per shard it announces (at most 65536, and about
+    /// `max_unit` at most: a shard covers two bytes or more, and recovery shards are no more
+    /// than originals), plus each shard as it arrives. Putting it together costs
+    /// the unit, and the decoder's work space only once as many shards as originals are held,
+    /// so a peer cannot make this allocate much more than it sent.
+    pub fn push(&mut self, datagram: &[u8]) -> Result<Option<Vec<u8>>, ShardError> {
+        let (header, at) = match self.check(datagram) {
+            Ok(checked) => checked,
+            Err(e) => {
+                self.counters.malformed += 1;
+                return Err(e);
+            }
+        };
+        self.counters.datagrams += 1;
+        let shard = &datagram[HEADER_LEN..];
+        let at = match at {
+            Some(at) => at,
+            None if self.finished.contains(&header.frame) => {
+                self.counters.late += 1;
+                return Ok(None);
+            }
+            None => self.start(header),
+        };
+
+        let p = &mut self.pending[at];
+        let index = header.index as usize;
+        if p.slots[index].is_some() {
+            return Ok(None);
+        }
+        p.slots[index] = Some(shard.into());
+        if index < p.shape.originals as usize {
+            p.originals_held += 1;
+        } else {
+            p.recovery_held += 1;
+        }
+        if !p.complete() {
+            return Ok(None);
+        }
+
+        let Some(p) = self.pending.remove(at) else {
+            return Ok(None);
+        };
+        self.finish(p.frame);
+        match p.assemble() {
+            Ok((unit, recovered)) => {
+                self.counters.units += 1;
+                self.counters.recovered += u64::from(recovered);
+                Ok(Some(unit))
+            }
+            Err(e) => {
+                self.counters.abandoned += 1;
+                Err(e)
+            }
+        }
+    }
+
+    /// What was done with the datagrams so far.
+    pub fn counters(&self) -> ShardCounters {
+        self.counters
+    }
+
+    /// The header, if the datagram is well formed and agrees with its unit's first shard, and
+    /// where that unit is among the pending ones.
+    fn check(&self, datagram: &[u8]) -> Result<(Header, Option<usize>), ShardError> {
+        let Some(fixed) = datagram.first_chunk::<HEADER_LEN>() else {
+            return Err(ShardError::DatagramTooSmall {
+                len: datagram.len(),
+                min: HEADER_LEN,
+            });
+        };
+        let h = Header::read(fixed);
+        let shard_len = h.shard_len as usize;
+        let unit_len = h.unit_len as usize;
+        let originals = h.originals as usize;
+        let recovery = h.recovery as usize;
+        if shard_len == 0 || !shard_len.is_multiple_of(2) {
+            return Err(ShardError::Malformed("shard length is zero or odd"));
+        }
+        if datagram.len() != HEADER_LEN + shard_len {
+            return Err(ShardError::Malformed(
+                "datagram length is not header + shard",
+            ));
+        }
+        if unit_len == 0 {
+            return Err(ShardError::Malformed("empty unit"));
+        }
+        if unit_len > self.max_unit {
+            return Err(ShardError::TooLarge {
+                len: unit_len,
+                max: self.max_unit,
+            });
+        }
+        if originals != unit_len.div_ceil(shard_len) {
+            return Err(ShardError::Malformed(
+                "original count does not match unit and shard length",
+            ));
+        }
+        // Any recovery count the codec takes, up to one per original: the sender's policy may
+        // change without the receiver's.
+        if recovery == 0
+            || recovery > originals
+            || !ReedSolomonDecoder::supports(originals, recovery)
+        {
+            return Err(ShardError::Malformed("recovery count out of range"));
+        }
+        if h.index as usize >= originals + recovery {
+            return Err(ShardError::Malformed(
+                "shard index beyond the unit's shards",
+            ));
+        }
+        let at = self.pending.iter().position(|p| p.frame == h.frame);
+        if let Some(at) = at {
+            if self.pending[at].shape != h.shape() {
+                return Err(ShardError::Malformed(
+                    "header disagrees with the unit's first shard",
+                ));
+            }
+        }
+        Ok((h, at))
+    }
+
+    /// Starts a unit for `header`, abandoning those it makes too old; returns its position.
+    fn start(&mut self, header: Header) -> usize {
+        let now = self.started;
+        self.started += 1;
+        while let Some(oldest) = self.pending.front() {
+            if oldest.started + MAX_PENDING as u64 > now {
+                break;
+            }
+            let frame = oldest.frame;
+            self.pending.pop_front();
+            self.counters.abandoned += 1;
+            self.finish(frame);
+        }
+        let shards = header.originals as usize + header.recovery as usize;
+        self.pending.push_back(Pending {
+            frame: header.frame,
+            shape: header.shape(),
+            started: now,
+            slots: vec![None; shards],
+            originals_held: 0,
+            recovery_held: 0,
+        });
+        self.pending.len() - 1
+    }
+
+    fn finish(&mut self, frame: u32) {
+        if self.finished.len() == FINISHED_MEMORY {
+            self.finished.pop_front();
+        }
+        self.finished.push_back(frame);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A cheap pseudo-random stream (xorshift64): proptest's byte vectors are too slow for
+    /// units of hundreds of kilobytes.
+    struct XorShift(u64);
+
+    impl XorShift {
+        fn new(seed: u64) -> Self {
+            XorShift(seed | 1)
+        }
+
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        fn shuffle<T>(&mut self, v: &mut [T]) {
+            for i in (1..v.len()).rev() {
+                v.swap(i, self.below(i + 1));
+            }
+        }
+    }
+
+    fn make_unit(seed: u64, len: usize) -> Vec<u8> {
+        let mut rng = XorShift::new(seed);
+        let mut unit = Vec::with_capacity(len + 8);
+        while unit.len() < len {
+            unit.extend_from_slice(&rng.next().to_le_bytes());
+        }
+        unit.truncate(len);
+        unit
+    }
+
+    fn header_of(d: &[u8]) -> Header {
+        Header::read(d.first_chunk().unwrap())
+    }
+
+    fn datagram(h: Header, payload: &[u8]) -> Vec<u8> {
+        let mut d = BytesMut::new();
+        h.write(&mut d);
+        d.put_slice(payload);
+        d.to_vec()
+    }
+
+    fn split_vec(frame: u32, unit: &[u8], max_datagram: usize) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        split(frame, unit, max_datagram, &mut out).unwrap();
+        out
+    }
+
+    /// Pushes every datagram; returns the units that came back.
+    fn push_all<'a>(
+        r: &mut Reassembler,
+        datagrams: impl IntoIterator<Item = &'a Bytes>,
+    ) -> Vec<Vec<u8>> {
+        datagrams
+            .into_iter()
+            .filter_map(|d| r.push(d).unwrap())
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn unit_comes_back_once_through_shuffling_and_recoverable_loss(
+            seed in any::<u64>(),
+            len in 1usize..=300_000,
+            max_datagram in 64usize..=1500,
+            order_seed in any::<u64>(),
+            loss_seed in any::<u64>(),
+            loss_pick in any::<usize>(),
+        ) {
+            let unit = make_unit(seed, len);
+            let sent = split_vec(42, &unit, max_datagram);
+            let h = header_of(&sent[0]);
+            let originals = h.originals as usize;
+            let recovery = h.recovery as usize;
+            prop_assert_eq!(sent.len(), originals + recovery);
+            prop_assert_eq!(recovery, recovery_for(originals));
+
+            // Lose as many as can be repaired a quarter of the time, fewer otherwise.
+            let lose = if loss_pick % 4 == 0 { recovery } else { loss_pick % (recovery + 1) };
+            let mut indices: Vec<usize> = (0..sent.len()).collect();
+            XorShift::new(loss_seed).shuffle(&mut indices);
+            let lost = &indices[..lose];
+            let mut order: Vec<usize> = indices[lose..].to_vec();
+            XorShift::new(order_seed).shuffle(&mut order);
+
+            let mut r = Reassembler::new(300_000);
+            let mut back = Vec::new();
+            for &i in &order {
+                if let Some(u) = r.push(&sent[i]).unwrap() {
+                    back.push(u);
+                }
+            }
+            prop_assert_eq!(back.len(), 1);
+            prop_assert!(back[0] == unit, "unit differs");
+
+            // The unit is complete at the `originals`-th shard that arrives; it needed
+            // recovery iff those were not all originals. Losing an original forces that.
+            let needed = order[..originals].iter().any(|&i| i >= originals);
+            let lost_original = lost.iter().any(|&i| i < originals);
+            let c = r.counters();
+            prop_assert_eq!(c.units, 1);
+            prop_assert_eq!(c.recovered, u64::from(needed));
+            if lost_original {
+                prop_assert_eq!(c.recovered, 1);
+            }
+            prop_assert_eq!(c.datagrams, order.len() as u64);
+            prop_assert_eq!(c.late, (order.len() - originals) as u64);
+            prop_assert_eq!(c.malformed, 0);
+            prop_assert_eq!(c.abandoned, 0);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(
+            datagrams in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..80), 1..40),
+        ) {
+            let mut r = Reassembler::new(1 << 20);
+            for d in &datagrams {
+                let _ = r.push(d);
+            }
+            let c = r.counters();
+            prop_assert_eq!(c.datagrams + c.malformed, datagrams.len() as u64);
+        }
+
+        /// Headers near valid ones, so the checks pass often enough to reach assembly and the
+        /// decoder with shards that do not belong together.
+        #[test]
+        fn plausible_headers_never_panic(seed in any::<u64>(), count in 1usize..300) {
+            let mut rng = XorShift::new(seed);
+            let mut r = Reassembler::new(64);
+            for _ in 0..count {
+                let shard_len = 2 * (1 + rng.below(4)) as u16 - u16::from(rng.below(20) == 0);
+                let most = if rng.below(20) == 0 { 100 } else { 40 };
+                let unit_len = 1 + rng.below(most) as u32;
+                let mut originals = (unit_len as usize).div_ceil(shard_len.max(1) as usize) as u16;
+                if rng.below(10) == 0 {
+                    originals = rng.below(30) as u16;
+                }
+                let recovery = rng.below(originals as usize + 2) as u16;
+                let index = rng.below(originals as usize + recovery as usize + 1) as u16;
+                let h = Header { frame: rng.below(3) as u32, unit_len, index, originals, recovery, shard_len };
+                let mut payload_len = shard_len as usize;
+                if rng.below(20) == 0 {
+                    payload_len = rng.below(20);
+                }
+                let payload: Vec<u8> = (0..payload_len).map(|_| rng.next() as u8).collect();
+                if let Ok(Some(u)) = r.push(&datagram(h, &payload)) {
+                    prop_assert_eq!(u.len(), unit_len as usize);
+                }
+            }
+            let c = r.counters();
+            prop_assert_eq!(c.datagrams + c.malformed, count as u64);
+            prop_assert!(r.pending.len() <= MAX_PENDING);
+        }
+    }
+
+    #[test]
+    fn oversized_unit_is_refused_before_anything_is_allocated() {
+        let mut r = Reassembler::new(1000);
+        let h = Header {
+            frame: 1,
+            unit_len: u32::MAX,
+            index: 0,
+            originals: u16::MAX,
+            recovery: 1,
+            shard_len: 2,
+        };
+        assert_eq!(
+            r.push(&datagram(h, &[0, 0])),
+            Err(ShardError::TooLarge {
+                len: u32::MAX as usize,
+                max: 1000
+            })
+        );
+        assert!(r.pending.is_empty());
+        assert_eq!(r.counters().malformed, 1);
+        assert_eq!(r.counters().datagrams, 0);
+    }
+
+    #[test]
+    fn each_bad_header_field_is_refused() {
+        let unit = make_unit(3, 5000);
+        let sent = split_vec(9, &unit, 1200);
+        let good = header_of(&sent[0]);
+        let payload = &sent[0][HEADER_LEN..];
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("short", sent[0][..HEADER_LEN - 1].to_vec()),
+            (
+                "odd shard",
+                datagram(
+                    Header {
+                        shard_len: 1183,
+                        ..good
+                    },
+                    &payload[..1183],
+                ),
+            ),
+            (
+                "zero shard",
+                datagram(
+                    Header {
+                        shard_len: 0,
+                        ..good
+                    },
+                    &[],
+                ),
+            ),
+            ("length", datagram(good, &payload[..100])),
+            (
+                "empty unit",
+                datagram(
+                    Header {
+                        unit_len: 0,
+                        ..good
+                    },
+                    payload,
+                ),
+            ),
+            (
+                "originals",
+                datagram(
+                    Header {
+                        originals: 4,
+                        ..good
+                    },
+                    payload,
+                ),
+            ),
+            (
+                "no recovery",
+                datagram(
+                    Header {
+                        recovery: 0,
+                        ..good
+                    },
+                    payload,
+                ),
+            ),
+            (
+                "recovery > originals",
+                datagram(
+                    Header {
+                        recovery: 6,
+                        ..good
+                    },
+                    payload,
+                ),
+            ),
+            ("index", datagram(Header { index: 6, ..good }, payload)),
+        ];
+        let mut r = Reassembler::new(1 << 20);
+        for (i, (what, d)) in cases.iter().enumerate() {
+            assert!(r.push(d).is_err(), "{what} was accepted");
+            assert_eq!(r.counters().malformed, i as u64 + 1);
+        }
+        assert!(r.pending.is_empty());
+        // Still usable, and as many recovery shards as originals are taken.
+        assert_eq!(push_all(&mut r, &sent), vec![unit]);
+        let d = datagram(
+            Header {
+                frame: 10,
+                recovery: 5,
+                ..good
+            },
+            payload,
+        );
+        assert_eq!(r.push(&d), Ok(None));
+    }
+
+    #[test]
+    fn header_disagreeing_with_the_first_shard_is_refused() {
+        let a = make_unit(1, 5000);
+        let b = make_unit(2, 6000);
+        let sent_a = split_vec(7, &a, 1200);
+        let sent_b = split_vec(7, &b, 1200);
+        let mut r = Reassembler::new(1 << 20);
+        assert_eq!(r.push(&sent_a[0]), Ok(None));
+        assert!(matches!(r.push(&sent_b[1]), Err(ShardError::Malformed(_))));
+        let mut smaller_shards = Vec::new();
+        split(7, &a, 600, &mut smaller_shards).unwrap();
+        assert!(r.push(&smaller_shards[1]).is_err());
+        assert_eq!(r.counters().malformed, 2);
+        assert_eq!(push_all(&mut r, &sent_a[1..]), vec![a]);
+    }
+
+    #[test]
+    fn too_many_losses_leave_no_unit_and_it_is_abandoned_after_newer_ones() {
+        let unit = make_unit(5, 10_000);
+        let sent = split_vec(0, &unit, 1200);
+        let originals = header_of(&sent[0]).originals as usize;
+        assert_eq!((originals, sent.len()), (9, 10));
+        let mut r = Reassembler::new(1 << 20);
+        // Original 0 and the one recovery shard lost: one more than can be repaired.
+        assert!(push_all(&mut r, &sent[1..originals]).is_empty());
+        assert_eq!(r.counters().units, 0);
+
+        for frame in 1..=MAX_PENDING as u32 {
+            let newer = make_unit(u64::from(frame), 3000);
+            assert_eq!(
+                push_all(&mut r, &split_vec(frame, &newer, 1200)),
+                vec![newer]
+            );
+            let expect = u64::from(frame == MAX_PENDING as u32);
+            assert_eq!(r.counters().abandoned, expect, "after {frame} newer units");
+        }
+        // What still comes for it is late, and does not start it again.
+        assert_eq!(r.push(&sent[0]), Ok(None));
+        assert_eq!(r.push(&sent[originals]), Ok(None));
+        assert!(r.pending.iter().all(|p| p.frame != 0));
+        let c = r.counters();
+        assert_eq!(c.late, 2 + MAX_PENDING as u64); // plus each newer unit's recovery shard
+        assert_eq!(c.units, MAX_PENDING as u64);
+    }
+
+    #[test]
+    fn pending_units_are_bounded() {
+        let mut r = Reassembler::new(1 << 20);
+        for frame in 0..3 * MAX_PENDING as u32 {
+            let sent = split_vec(frame, &make_unit(u64::from(frame), 5000), 1200);
+            assert_eq!(r.push(&sent[0]), Ok(None));
+            assert!(r.pending.len() <= MAX_PENDING);
+        }
+        assert_eq!(r.counters().abandoned, 2 * MAX_PENDING as u64);
+    }
+
+    #[test]
+    fn duplicates_and_late_shards_give_no_second_unit() {
+        let unit = make_unit(8, 20_000);
+        let sent = split_vec(3, &unit, 1400);
+        let h = header_of(&sent[0]);
+        let (originals, recovery) = (h.originals as u64, h.recovery as u64);
+        let mut r = Reassembler::new(1 << 20);
+        assert_eq!(r.push(&sent[0]), Ok(None));
+        assert_eq!(r.push(&sent[0]), Ok(None));
+        assert_eq!(push_all(&mut r, &sent), vec![unit]);
+        assert!(push_all(&mut r, &sent).is_empty());
+        let c = r.counters();
+        assert_eq!(c.units, 1);
+        assert_eq!(c.recovered, 0);
+        // Shard 0 a third time while pending is a duplicate; then the recovery shards of the
+        // first full pass and all of the second are late.
+        assert_eq!(c.late, recovery + originals + recovery);
+        assert_eq!(c.datagrams, 2 + 2 * (originals + recovery));
+        assert_eq!(c.malformed, 0);
+    }
+
+    #[test]
+    fn split_lays_out_the_unit_as_documented() {
+        let unit = make_unit(4, 3001);
+        let sent = split_vec(0xdead_beef, &unit, 1000);
+        let shard_len = 984;
+        let originals = 4;
+        assert_eq!(sent.len(), originals + 1);
+        for (i, d) in sent.iter().enumerate() {
+            assert_eq!(d.len(), HEADER_LEN + shard_len);
+            let h = header_of(d);
+            assert_eq!(
+                h,
+                Header {
+                    frame: 0xdead_beef,
+                    unit_len: 3001,
+                    index: i as u16,
+                    originals: originals as u16,
+                    recovery: 1,
+                    shard_len: shard_len as u16,
+                }
+            );
+            if i < originals {
+                let from = i * shard_len;
+                let to = (from + shard_len).min(unit.len());
+                assert_eq!(&d[HEADER_LEN..HEADER_LEN + to - from], &unit[from..to]);
+                assert!(d[HEADER_LEN + to - from..].iter().all(|&b| b == 0));
+            }
+        }
+        // A unit smaller than a shard is not padded to one; odd lengths round up to even.
+        let small = split_vec(1, b"hello", 1500);
+        assert_eq!(small.len(), 2);
+        assert!(small.iter().all(|d| d.len() == HEADER_LEN + 6));
+        // An odd room rounds down to even.
+        let odd = split_vec(1, &unit, 1001);
+        assert_eq!(header_of(&odd[0]).shard_len, 984);
+    }
+
+    #[test]
+    fn split_refuses_what_it_cannot_send() {
+        let mut out = vec![Bytes::from_static(b"kept")];
+        assert_eq!(split(0, &[], 1500, &mut out), Err(ShardError::Empty));
+        assert_eq!(
+            split(0, &[1, 2, 3], HEADER_LEN + 1, &mut out),
+            Err(ShardError::DatagramTooSmall {
+                len: HEADER_LEN + 1,
+                min: HEADER_LEN + 2
+            })
+        );
+        assert_eq!(out.len(), 1);
+        assert!(split(0, &[1, 2, 3], HEADER_LEN + 2, &mut out).is_ok());
+    }
+
+    #[test]
+    fn codec_limits_bound_the_unit() {
+        // The codec's rule at 1 recovery shard per 10 originals, worked by hand: 57344
+        // originals take 5735 recovery shards, and 8192 + 57344 = 65536 just fits.
+        assert_eq!(max_originals(), 57344);
+        assert!(ReedSolomonEncoder::supports(57344, recovery_for(57344)));
+        assert!(!ReedSolomonEncoder::supports(57345, recovery_for(57345)));
+
+        let max = 57344 * 2;
+        let mut out = Vec::new();
+        assert_eq!(
+            split(0, &vec![7; max + 1], HEADER_LEN + 2, &mut out),
+            Err(ShardError::TooLarge { len: max + 1, max })
+        );
+        assert!(out.is_empty());
+        let unit = make_unit(6, max);
+        split(0, &unit, HEADER_LEN + 3, &mut out).unwrap();
+        assert_eq!(out.len(), 57344 + 5735);
+        // Lose the first 5735 originals, as many as there are recovery shards.
+        let mut r = Reassembler::new(max);
+        assert_eq!(push_all(&mut r, &out[5735..]), vec![unit]);
+        assert_eq!(r.counters().recovered, 1);
+    }
+}
