@@ -354,13 +354,17 @@ impl FrameSource for X11Source {
         let (ox, oy) = (self.region.x as i32, self.region.y as i32);
         let new_rows = cursor.as_ref().and_then(|c| c.rows(oy, h));
         bands.extend(new_rows);
-        let mut bands = merge(bands);
+        let bands = if full { vec![(0, h)] } else { merge(bands) };
         let total: u32 = bands.iter().map(|(a, b)| b - a).sum();
-        if full || total as f64 > FULL_READ_SHARE * h as f64 {
-            bands = vec![(0, h)];
-        }
-        for &(a, b) in &bands {
-            self.read_rows(a, b)?;
+        // Many bands are read in one request, but only the damaged ones are reported: the
+        // pipeline converts, hashes and compares just those (rows read beyond them are the
+        // same pixels as before).
+        if total as f64 > FULL_READ_SHARE * h as f64 {
+            self.read_rows(0, h)?;
+        } else {
+            for &(a, b) in &bands {
+                self.read_rows(a, b)?;
+            }
         }
         if let Some(c) = &cursor {
             let c = c.clone();
