@@ -180,9 +180,10 @@ pub struct BenchNetArgs {
     /// The viewer asks for lossless colour (grey otherwise).
     #[arg(long)]
     pub colour: bool,
-    /// Transports compared in each cell: quic (a stream per frame), quic-dgram (frames as
-    /// datagrams with recovery shards), tcp.
-    #[arg(long, default_value = "quic,tcp")]
+    /// Transports compared in each cell: quic-dgram (QUIC as served by default: frames as
+    /// datagrams with recovery shards), quic (a stream per frame, `serve --quic-frames
+    /// streams`), tcp.
+    #[arg(long, default_value = "quic-dgram,tcp")]
     pub transports: String,
     #[arg(long, default_value = "balanced")]
     pub resolution: String,

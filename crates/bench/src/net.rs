@@ -433,16 +433,21 @@ fn print_targets(rs: &[CellResult]) {
     println!("targets:");
     let mut contents: Vec<&str> = rs.iter().map(|r| r.cell.content.as_str()).collect();
     contents.dedup();
+    let quic = [Transport::Quic, Transport::QuicDgram];
     for &content in &contents {
-        for rate in [None, Some(50), Some(10)] {
+        for (rate, qt) in [None, Some(50), Some(10)]
+            .into_iter()
+            .flat_map(|r| quic.map(|q| (r, q)))
+        {
             if let (Some(q), Some(t)) = (
-                find(Transport::Quic, rate, 20, 1.0, content),
+                find(qt, rate, 20, 1.0, content),
                 find(Transport::Tcp, rate, 20, 1.0, content),
             ) {
                 let content = label(content);
                 println!(
-                    "  20 ms, 1 %, {content}, rate {:?}: QUIC p99 {:.1} ms (≤ 50: {}), TCP p99 {:.1} ms, ratio {:.2} (≤ 0.33: {})",
+                    "  20 ms, 1 %, {content}, rate {:?}: {} p99 {:.1} ms (≤ 50: {}), TCP p99 {:.1} ms, ratio {:.2} (≤ 0.33: {})",
                     rate,
+                    qt.name(),
                     q.e2e_ms_p99,
                     q.e2e_ms_p99 <= 50.0,
                     t.e2e_ms_p99,
@@ -454,12 +459,13 @@ fn print_targets(rs: &[CellResult]) {
     }
     for r in rs
         .iter()
-        .filter(|r| r.cell.transport == Transport::Quic && r.cell.loss_pct >= 5.0)
+        .filter(|r| r.cell.transport != Transport::Tcp && r.cell.loss_pct >= 5.0)
     {
         let frame_ms = 1000.0 / r.source_fps.max(1) as f64;
         let bound = r.cell.rtt_ms as f64 + 2.0 * frame_ms;
         println!(
-            "  5 % loss, {} {:?} {} ms: {:.1} of {} fps shown (≥ half: {}); exact {} ms after the burst (≤ {:.0}: {})",
+            "  5 % loss, {} {} {:?} {} ms: {:.1} of {} fps shown (≥ half: {}); exact {} ms after the burst (≤ {:.0}: {})",
+            r.cell.transport.name(),
             label(&r.cell.content),
             r.cell.rate_mbit,
             r.cell.rtt_ms,
@@ -474,30 +480,32 @@ fn print_targets(rs: &[CellResult]) {
     // Content that needs more than the link: the latency stays bounded and the frame rate
     // falls. Judged on every rate-limited QUIC cell without loss.
     for r in rs.iter().filter(|r| {
-        r.cell.transport == Transport::Quic && r.cell.rate_mbit.is_some() && r.cell.loss_pct == 0.0
+        r.cell.transport != Transport::Tcp && r.cell.rate_mbit.is_some() && r.cell.loss_pct == 0.0
     }) {
         let frame_ms = 1000.0 / r.source_fps.max(1) as f64;
         let bound = 2.0 * r.cell.rtt_ms as f64 + 3.0 * frame_ms;
         println!(
-            "  {} Mbit/s, {} ms, {}: QUIC p99 {:.1} ms (≤ {:.0}: {}), {:.1} fps shown",
+            "  {} Mbit/s, {} ms, {}: {} p99 {:.1} ms (≤ {:.0}: {}), {:.1} fps shown",
             r.cell.rate_mbit.unwrap_or(0),
             r.cell.rtt_ms,
             label(&r.cell.content),
+            r.cell.transport.name(),
             r.e2e_ms_p99,
             bound,
             r.e2e_ms_p99 <= bound,
             r.fps_shown
         );
     }
-    for rtt in [1, 20, 80] {
+    for (rtt, qt) in [1, 20, 80].into_iter().flat_map(|r| quic.map(|q| (r, q))) {
         for &content in &contents {
             if let (Some(q), Some(t)) = (
-                find(Transport::Quic, None, rtt, 0.0, content),
+                find(qt, None, rtt, 0.0, content),
                 find(Transport::Tcp, None, rtt, 0.0, content),
             ) {
                 let content = label(content);
                 println!(
-                    "  unimpaired {rtt} ms {content}: QUIC p99 {:.1} ms, TCP {:.1} ms (within 20 %: {})",
+                    "  unimpaired {rtt} ms {content}: {} p99 {:.1} ms, TCP {:.1} ms (within 20 %: {})",
+                    qt.name(),
                     q.e2e_ms_p99,
                     t.e2e_ms_p99,
                     q.e2e_ms_p99 <= t.e2e_ms_p99 * 1.2

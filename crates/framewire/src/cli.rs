@@ -142,11 +142,13 @@ pub struct ServeArgs {
     /// link printed at start carries its fingerprint.
     #[arg(long, value_name = "PORT")]
     pub quic_port: Option<u16>,
-    /// How frames go to QUIC viewers: a stream each (a lost packet is retransmitted; a frame
-    /// made stale is reset), or datagrams with Reed-Solomon recovery shards, a tenth more
-    /// bytes (a lost packet is made good from the others; a frame that loses more than its
-    /// recovery shards is not shown). Browsers over WebTransport always take streams.
-    #[arg(long, value_enum, default_value_t = QuicFrames::Streams, value_name = "HOW")]
+    /// How frames go to QUIC viewers: datagrams with Reed-Solomon recovery shards, a tenth
+    /// more bytes and more for small frames (a lost packet is made good from the others; a
+    /// frame that loses more than its recovery shards is not shown), or a stream each (a lost
+    /// packet is retransmitted a round trip later; a frame made stale is reset). Keyframes,
+    /// frames that fit one datagram and frames over 128 KiB always take a stream, and so do
+    /// browsers over WebTransport.
+    #[arg(long, value_enum, default_value_t = QuicFrames::Datagrams, value_name = "HOW")]
     pub quic_frames: QuicFrames,
     /// Daylight-compatible port, for the Daylight Android app (via `adb reverse tcp:8888 tcp:8888`).
     #[arg(long, default_value_t = 8888)]

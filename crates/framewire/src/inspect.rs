@@ -74,6 +74,11 @@ pub fn render_report(r: &LatencyReport) -> String {
                 "; QUIC RTT {rtt:.1} ms, window {cwnd} B, lost {lost} of {sent} packets ({loss:.2} %)"
             );
         }
+        if let (Some(n), Some(k)) = (v.datagram_frames, v.recovery_shards) {
+            if n > 0 {
+                line += &format!("; {n} frames as datagrams with {k} recovery shards");
+            }
+        }
         out.push(line);
     }
     let drops: Vec<String> = r

@@ -289,6 +289,8 @@ fn flow(r: &Registry, m: &Mirror) -> Result<(), prometheus::Error> {
             set("cwnd_bytes", p.cwnd_bytes as f64);
             set("sent_packets", p.sent_packets as f64);
             set("lost_packets", p.lost_packets as f64);
+            set("datagram_frames", p.datagram_frames as f64);
+            set("recovery_shards", p.recovery_shards as f64);
         }
     }
     r.register(Box::new(path))

@@ -93,6 +93,8 @@ fn viewer_path(v: &ViewerShared, f: &FlowFigures) -> ViewerPath {
         cwnd_bytes: f.path.map(|p| p.cwnd_bytes),
         lost_packets: f.path.map(|p| p.lost_packets),
         sent_packets: f.path.map(|p| p.sent_packets),
+        datagram_frames: f.path.map(|p| p.datagram_frames),
+        recovery_shards: f.path.map(|p| p.recovery_shards),
         skipped: f.stats.skipped,
         rebased: f.stats.rebased,
         bases_missing: f.stats.bases_missing,

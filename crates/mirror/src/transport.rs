@@ -19,6 +19,9 @@ pub struct PathFigures {
     pub cwnd_bytes: u64,
     pub lost_packets: u64,
     pub sent_packets: u64,
+    /// Frames sent as datagrams, and the recovery shards sent with them (0 on streams).
+    pub datagram_frames: u64,
+    pub recovery_shards: u64,
 }
 
 pub trait Transport: Send {

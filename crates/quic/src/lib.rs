@@ -13,7 +13,9 @@
 //! frames (Hello, Welcome, Ack, Ping, Pong, Input, Goodbye, and a StreamDesc sent alone); the
 //! host sends each frame on its own unidirectional stream, so a lost packet delays only its own
 //! frame, and a frame made stale by a newer one that does not need it is reset instead of
-//! retransmitted. See `spec/PROTOCOL.md`, "QUIC".
+//! retransmitted. Or, when the host is told so and the viewer takes them, frames go as
+//! datagrams with recovery shards (`shards.rs`): a lost packet is rebuilt from the others, not
+//! retransmitted. See `spec/PROTOCOL.md`, "QUIC" and "Frames in datagrams".
 
 pub mod congestion;
 mod endpoint;

@@ -21,7 +21,7 @@ pub struct ServerConfig {
     pub quic_addr: Option<SocketAddr>,
     /// Frames to QUIC viewers that take them (framewire/1, not the browser's WebTransport) go
     /// as datagrams with Reed-Solomon recovery shards instead of a stream each: a lost packet
-    /// is made good from the others, not retransmitted.
+    /// is made good from the others, not retransmitted (the default; `false`: a stream each).
     pub quic_datagrams: bool,
     /// Where the host's certificate (QUIC, WebTransport and HTTPS) is kept (`None`:
     /// framewire's config directory).
@@ -176,7 +176,7 @@ impl Default for ServerConfig {
             fps: 60,
             v1_addr: Some(SocketAddr::from(([127, 0, 0, 1], 7878))),
             quic_addr: None,
-            quic_datagrams: false,
+            quic_datagrams: true,
             quic_dir: None,
             http_tls: HttpTls::Auto,
             daylight_addr: Some(SocketAddr::from(([127, 0, 0, 1], 8888))),

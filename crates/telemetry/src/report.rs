@@ -75,6 +75,11 @@ pub struct ViewerPath {
     pub cwnd_bytes: Option<u64>,
     pub lost_packets: Option<u64>,
     pub sent_packets: Option<u64>,
+    /// Frames sent to it as datagrams, and the recovery shards sent with them (QUIC only).
+    #[serde(default)]
+    pub datagram_frames: Option<u64>,
+    #[serde(default)]
+    pub recovery_shards: Option<u64>,
     /// Frames skipped for it, deltas made against a picture it held, frames whose base it lost.
     pub skipped: u64,
     pub rebased: u64,
