@@ -1,6 +1,7 @@
 //! How a v1 viewer's bytes move: one TCP byte stream, or a QUIC connection whose control
 //! stream carries everything but frames and whose frames each come on a stream of their own
-//! or as datagrams of shards (`framewire-quic`). The viewer reads a [`Link`] and hands what it gets to its session.
+//! or as datagrams of shards (`framewire-quic`). The viewer reads a [`Link`] and hands what it
+//! gets to its session.
 
 use std::io;
 use std::net::SocketAddr;

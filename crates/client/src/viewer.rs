@@ -83,7 +83,8 @@ pub struct ViewerStats {
     /// picture stayed as it was.
     pub bases_missing: u64,
     /// Over QUIC, frames that came as datagrams and were rebuilt; of those, the ones that
-    /// needed recovery shards; and frames given up with too few shards (never shown).
+    /// needed recovery shards; and frames given up with too few shards (never shown; a frame
+    /// none of whose datagrams came is not seen at all).
     pub datagram_frames: u64,
     pub datagram_recovered: u64,
     pub datagram_lost: u64,
