@@ -133,7 +133,7 @@ async fn accept_datagrams(
     tx: mpsc::Sender<(Bytes, u64)>,
     counters: Arc<Mutex<ShardCounters>>,
 ) {
-    let mut r = Reassembler::new(v1::DEFAULT_MAX_FRAME_BODY as usize + 256);
+    let mut r = Reassembler::new(framewire_quic::shards::MAX_UNIT);
     while let Ok(d) = conn.read_datagram().await {
         let got = r.push(&d);
         *counters.lock().expect("shard counters") = r.counters();

@@ -28,8 +28,8 @@ fn transport() -> Arc<quinn::TransportConfig> {
     // A colour keyframe is up to ~6 MB: let one go in a round trip.
     .stream_receive_window(quinn::VarInt::from_u32(16 << 20))
     .receive_window(quinn::VarInt::from_u32(64 << 20))
-    // Frames as datagrams (`serve --quic-frames datagrams`): as much room as a frame's stream
-    // has, so a keyframe arriving while the viewer is busy is not dropped by quinn.
+    // Frames as datagrams: room for many frames, so frames arriving while the viewer is busy
+    // decoding are not dropped by quinn before it reads them.
     .datagram_receive_buffer_size(Some(16 << 20))
     .send_window(64 << 20)
     // BBR paces to the measured delivery rate and does not take random loss for congestion;

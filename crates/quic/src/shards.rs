@@ -44,6 +44,10 @@ pub const HEADER_LEN: usize = 16;
 /// with one recovery shard (2.2 in 10 000 against 5.5 in 1000), for one datagram more.
 pub const REPAIR_DIVISOR: usize = 10;
 
+/// The largest unit a framewire viewer takes as datagrams: a framewire host sends frames over
+/// 128 KiB on a stream, and this leaves room for what precedes a frame on its stream.
+pub const MAX_UNIT: usize = 256 * 1024;
+
 /// Units being put together at once. A unit still incomplete when `MAX_PENDING` newer units
 /// have started arriving is abandoned: by then it is stale, and keeping it would let a peer
 /// that never completes anything hold memory.
@@ -354,11 +358,11 @@ impl Reassembler {
     /// ignored: `Ok(None)`, counted in `datagrams` only. A shard of a unit already put together
     /// or abandoned is `Ok(None)` and counted `late`.
     ///
-    /// Memory: a new unit costs one slot per shard it announces (at most 65536, and about
-    /// `max_unit` at most: a shard covers two bytes or more, and recovery shards are no more
-    /// than originals), plus each shard as it arrives. Putting it together costs
-    /// the unit, and the decoder's work space only once as many shards as originals are held,
-    /// so a peer cannot make this allocate much more than it sent.
+    /// Memory: a new unit costs a slot of 16 bytes per shard it announces (at most 65536: 1 MiB,
+    /// even for a unit of which one datagram came), plus each shard as it arrives (together at
+    /// most about twice `max_unit`). Putting it together costs the unit, and the decoder's work
+    /// space only once as many shards as originals are held. With [`MAX_PENDING`] units at
+    /// once, that bounds what a peer can make this hold.
     pub fn push(&mut self, datagram: &[u8]) -> Result<Option<Vec<u8>>, ShardError> {
         let (header, at) = match self.check(datagram) {
             Ok(checked) => checked,

@@ -37,7 +37,8 @@ use crate::webtransport::WebRules;
 const OPEN_FRAMES: usize = 32;
 /// Frame streams left to finish when a newer frame supersedes them.
 const KEEP_UNRESET: usize = 2;
-/// Frames larger than this go on a stream even to a viewer that takes datagrams. Such a frame
+/// Frames larger than this go on a stream even to a viewer that takes datagrams (at most
+/// [`shards::MAX_UNIT`], what a viewer takes as datagrams). Such a frame
 /// takes many round trips' worth of packets to cross, so a retransmission adds little to its
 /// time; and the bursts of loss it meets (a full queue, a viewer too busy decoding to read)
 /// are more than one recovery shard in ten makes good. Measured across the emulated links
@@ -224,11 +225,20 @@ impl<L: FrameLink> QuicTransport<L> {
         d.frames += 1;
         d.recovery_shards += recovery as u64;
         for b in d.out.drain(..) {
-            self.link
-                .quic()
-                .send_datagram_wait(b)
-                .await
-                .map_err(io::Error::other)?;
+            match self.link.quic().send_datagram_wait(b).await {
+                Ok(()) => {}
+                // The path's datagram size fell while the frame was going (quinn found a
+                // black hole, or the path changed; it drops what is queued and too large).
+                // The frame is lost as if the path had lost it: the next delta against an
+                // acknowledged picture repairs the viewer, and the next frame is cut to the
+                // new size.
+                Err(quinn::SendDatagramError::TooLarge) => {
+                    debug!("the path's datagram size fell: a frame sent as datagrams is lost");
+                    // (The rest of its datagrams go with the drain.)
+                    return Ok(None);
+                }
+                Err(e) => return Err(io::Error::other(e)),
+            }
         }
         Ok(None)
     }
