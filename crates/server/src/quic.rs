@@ -197,15 +197,11 @@ impl<L: FrameLink> QuicTransport<L> {
     /// budget, not the buffer, decides what is skipped.
     async fn send_datagrams(&mut self, t: Transmit) -> io::Result<Option<Transmit>> {
         let len = t.head.len() + t.payload.as_ref().map_or(0, |p| p.len());
-        let (Some(d), Some(max), false, true) = (
-            &mut self.datagrams,
-            self.link.quic().max_datagram_size(),
-            t.keyframe,
-            len <= DATAGRAM_UNIT_MAX,
-        ) else {
+        let max = self.link.quic().max_datagram_size();
+        let Some((d, max)) = self.datagrams.as_mut().zip(max) else {
             return Ok(Some(t));
         };
-        if len + shards::HEADER_LEN <= max {
+        if t.keyframe || len + shards::HEADER_LEN <= max || len > DATAGRAM_UNIT_MAX {
             return Ok(Some(t));
         }
         let mut unit = Vec::with_capacity(len);
