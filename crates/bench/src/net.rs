@@ -85,6 +85,11 @@ pub struct CellResult {
     /// with too few shards, over the measuring window.
     pub datagram_recovered: u64,
     pub datagram_lost: u64,
+    /// The host, over the whole cell (burst included): frames it sent the viewer, and of
+    /// those, deltas made for it against the picture it acknowledged (the rest chained on
+    /// the frame sent before, or were keyframes or Unchanged).
+    pub host_frames: u64,
+    pub host_rebased: u64,
     /// Host: capture, encode, send; viewer: decode, apply; the rest of capture → applied
     /// (averages, ms).
     pub capture_ms: f64,
@@ -276,6 +281,8 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         checksum_failures: s.checksum_failures,
         bases_missing: s.bases_missing,
         datagram_recovered: s.datagram_recovered,
+        host_frames: report.viewers.first().map_or(0, |v| v.frames_planned),
+        host_rebased: report.viewers.first().map_or(0, |v| v.rebased),
         datagram_lost: s.datagram_lost,
         capture_ms: report.capture.avg,
         encode_ms: encode,
@@ -371,8 +378,9 @@ fn print_row(r: &CellResult) {
     );
     if c.transport == Transport::QuicDgram {
         println!(
-            "  datagrams: {} frames rebuilt with recovery shards, {} lost (too few shards)",
-            r.datagram_recovered, r.datagram_lost
+            "  datagrams: {} frames rebuilt with recovery shards, {} lost (too few shards); \
+             the host made {} of its {} frames against the acknowledged picture",
+            r.datagram_recovered, r.datagram_lost, r.host_rebased, r.host_frames
         );
     }
 }

@@ -100,13 +100,16 @@ pub struct ViewerFlowStats {
     /// Keyframes sent because the viewer could not apply a frame made against the picture it
     /// acknowledged: it no longer holds that picture.
     pub acknowledged_lost: u64,
+    /// Frames in flight that an ACK for a later frame passed before their own came: lost,
+    /// superseded, or overtaken by a frame that did not need them.
+    pub unacked_passed: u64,
 }
 
 // Both functions take the struct apart with a pattern that has no `..`: a field added to the
 // struct and not here fails to compile, so neither `/metrics` nor the totals can miss it.
 impl ViewerFlowStats {
     /// Each figure by name (the names `/metrics` uses), in declaration order.
-    pub fn fields(&self) -> [(&'static str, u64); 15] {
+    pub fn fields(&self) -> [(&'static str, u64); 16] {
         let ViewerFlowStats {
             frames_planned,
             keyframes,
@@ -123,6 +126,7 @@ impl ViewerFlowStats {
             bases_missing,
             stall_probes,
             acknowledged_lost,
+            unacked_passed,
         } = *self;
         [
             ("frames_planned", frames_planned),
@@ -140,6 +144,7 @@ impl ViewerFlowStats {
             ("bases_missing", bases_missing),
             ("stall_probes", stall_probes),
             ("acknowledged_lost", acknowledged_lost),
+            ("unacked_passed", unacked_passed),
         ]
     }
 
@@ -161,6 +166,7 @@ impl ViewerFlowStats {
             bases_missing,
             stall_probes,
             acknowledged_lost,
+            unacked_passed,
         } = *o;
         self.frames_planned += frames_planned;
         self.keyframes += keyframes;
@@ -177,6 +183,7 @@ impl ViewerFlowStats {
         self.bases_missing += bases_missing;
         self.stall_probes += stall_probes;
         self.acknowledged_lost += acknowledged_lost;
+        self.unacked_passed += unacked_passed;
     }
 }
 
@@ -644,6 +651,7 @@ impl ViewerFlow {
                 self.rtt_us.push(rtt as f64);
                 return AckOutcome::Rtt(rtt);
             }
+            self.stats.unacked_passed += 1;
         }
         unreachable!("seq was found in flight above")
     }

@@ -77,6 +77,10 @@ pub fn render_report(r: &LatencyReport) -> String {
         if let (Some(n), Some(k)) = (v.datagram_frames, v.recovery_shards) {
             if n > 0 {
                 line += &format!("; {n} frames as datagrams with {k} recovery shards");
+                match v.recovery_shards_dropped {
+                    Some(d) if d > 0 => line += &format!(" ({d} dropped unsent)"),
+                    _ => {}
+                }
             }
         }
         out.push(line);

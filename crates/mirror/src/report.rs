@@ -95,8 +95,11 @@ fn viewer_path(v: &ViewerShared, f: &FlowFigures) -> ViewerPath {
         sent_packets: f.path.map(|p| p.sent_packets),
         datagram_frames: f.path.map(|p| p.datagram_frames),
         recovery_shards: f.path.map(|p| p.recovery_shards),
+        recovery_shards_dropped: f.path.map(|p| p.recovery_shards_dropped),
+        frames_planned: f.stats.frames_planned,
         skipped: f.stats.skipped,
         rebased: f.stats.rebased,
+        unacked_passed: f.stats.unacked_passed,
         bases_missing: f.stats.bases_missing,
     }
 }

@@ -22,6 +22,9 @@ pub struct PathFigures {
     /// Frames sent as datagrams, and the recovery shards sent with them (0 on streams).
     pub datagram_frames: u64,
     pub recovery_shards: u64,
+    /// Recovery shards of frames that fit one datagram, dropped unsent because the queue that
+    /// spaces them out was full (their frames went).
+    pub recovery_shards_dropped: u64,
 }
 
 pub trait Transport: Send {
@@ -40,6 +43,11 @@ pub trait Transport: Send {
     /// It gives up on frames in flight when a frame that needs none of them is sent
     /// ([`Transmit::independent`]), so such a frame can overtake them.
     fn drops_superseded(&self) -> bool {
+        false
+    }
+    /// It makes good most lost packets itself, so a lost packet costs no frame (frames as
+    /// QUIC datagrams with recovery shards); see `HostConfig::repairs_loss`.
+    fn repairs_loss(&self) -> bool {
         false
     }
 }

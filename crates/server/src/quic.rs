@@ -185,25 +185,49 @@ struct Datagrams {
     out: Vec<Bytes>,
     frames: u64,
     recovery_shards: u64,
+    /// Recovery shards of one-datagram frames, handed to the task that sends them spaced.
+    spaced: Option<tokio::sync::mpsc::Sender<Bytes>>,
+    /// Of those, dropped because [`SPACED_QUEUE`] were already waiting.
+    spaced_dropped: u64,
+}
+
+/// Recovery shards of frames that fit one datagram waiting to be sent spaced; beyond, they
+/// are dropped and counted (their frame has gone; only its insurance is lost).
+const SPACED_QUEUE: usize = 16;
+/// Between a one-datagram frame and each of its recovery shards: long enough that quinn has
+/// sent what came before in a packet of its own (its connection task sends as soon as it is
+/// woken), so one lost packet does not take a frame and its copies together; short beside a
+/// round trip across any network, which a retransmission would cost.
+const SPACING: Duration = Duration::from_millis(2);
+
+/// Sends the recovery shards of one-datagram frames, each [`SPACING`] after the one before.
+async fn send_spaced(conn: quinn::Connection, mut rx: tokio::sync::mpsc::Receiver<Bytes>) {
+    while let Some(b) = rx.recv().await {
+        tokio::time::sleep(SPACING).await;
+        if conn.send_datagram_wait(b).await.is_err() {
+            return;
+        }
+    }
 }
 
 impl<L: FrameLink> QuicTransport<L> {
-    /// Sends a frame as datagrams when this viewer takes them, it is not a keyframe, it needs
-    /// more than one datagram, it is no larger than [`DATAGRAM_UNIT_MAX`] and it can be split;
-    /// returns it otherwise (a stream takes it). A frame that fits one datagram (a typed glyph,
-    /// an Unchanged packet) would have its recovery shards packed into the same QUIC packet as
-    /// itself, so they could not make good its loss: a stream retransmits it instead. Waits
-    /// while quinn's datagram buffer is full rather than let it drop the oldest: the session's
-    /// budget, not the buffer, decides what is skipped.
+    /// Sends a frame as datagrams when this viewer takes them, it is not a keyframe, it is no
+    /// larger than [`DATAGRAM_UNIT_MAX`] and it can be split; returns it otherwise (a stream
+    /// takes it). A frame that fits one datagram (a typed glyph, an Unchanged packet) goes at
+    /// once, and its recovery shards (copies of it, in effect) follow [`SPACING`] apart: sent
+    /// together, quinn would pack them into the same QUIC packet as the frame, and one loss
+    /// would take all three. Waits while quinn's datagram buffer is full rather than let it
+    /// drop the oldest: the session's budget, not the buffer, decides what is skipped.
     async fn send_datagrams(&mut self, t: Transmit) -> io::Result<Option<Transmit>> {
         let len = t.head.len() + t.payload.as_ref().map_or(0, |p| p.len());
         let max = self.link.quic().max_datagram_size();
         let Some((d, max)) = self.datagrams.as_mut().zip(max) else {
             return Ok(Some(t));
         };
-        if t.keyframe || len + shards::HEADER_LEN <= max || len > DATAGRAM_UNIT_MAX {
+        if t.keyframe || len > DATAGRAM_UNIT_MAX {
             return Ok(Some(t));
         }
+        let one = len + shards::HEADER_LEN <= max;
         let mut unit = Vec::with_capacity(len);
         unit.extend_from_slice(&t.head);
         if let Some(p) = &t.payload {
@@ -220,6 +244,18 @@ impl<L: FrameLink> QuicTransport<L> {
         d.next = d.next.wrapping_add(1);
         d.frames += 1;
         d.recovery_shards += recovery as u64;
+        if one {
+            let tx = d.spaced.get_or_insert_with(|| {
+                let (tx, rx) = tokio::sync::mpsc::channel(SPACED_QUEUE);
+                tokio::spawn(send_spaced(self.link.quic().clone(), rx));
+                tx
+            });
+            for b in d.out.drain(1..) {
+                if tx.try_send(b).is_err() {
+                    d.spaced_dropped += 1;
+                }
+            }
+        }
         for b in d.out.drain(..) {
             match self.link.quic().send_datagram_wait(b).await {
                 Ok(()) => {}
@@ -285,6 +321,10 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
         true
     }
 
+    fn repairs_loss(&self) -> bool {
+        self.datagrams.is_some()
+    }
+
     fn path(&self) -> Option<PathFigures> {
         let s = self.link.quic().stats();
         Some(PathFigures {
@@ -294,6 +334,7 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
             sent_packets: s.path.sent_packets,
             datagram_frames: self.datagrams.as_ref().map_or(0, |d| d.frames),
             recovery_shards: self.datagrams.as_ref().map_or(0, |d| d.recovery_shards),
+            recovery_shards_dropped: self.datagrams.as_ref().map_or(0, |d| d.spaced_dropped),
         })
     }
 }

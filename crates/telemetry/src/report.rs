@@ -80,10 +80,21 @@ pub struct ViewerPath {
     pub datagram_frames: Option<u64>,
     #[serde(default)]
     pub recovery_shards: Option<u64>,
-    /// Frames skipped for it, deltas made against a picture it held, frames whose base it lost.
+    /// Of those, recovery shards dropped unsent: the queue that spaces out those of frames
+    /// that fit one datagram was full (QUIC only).
+    #[serde(default)]
+    pub recovery_shards_dropped: Option<u64>,
+    /// Frames planned for it (sent, or Unchanged).
+    #[serde(default)]
+    pub frames_planned: u64,
+    /// Frames skipped for it, deltas made against a picture it held, frames whose base it
+    /// lost, and frames an Ack for a later frame passed before their own came (lost,
+    /// superseded or overtaken).
     pub skipped: u64,
     pub rebased: u64,
     pub bases_missing: u64,
+    #[serde(default)]
+    pub unacked_passed: u64,
 }
 
 /// The reply of the Daylight `LATENCY` verb, with its exact keys, then framewire's extra keys.
