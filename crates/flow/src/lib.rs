@@ -22,7 +22,7 @@ mod viewer;
 
 pub use clock_offset::ClockOffset;
 pub use limit::InflightLimit;
-pub use loss::{LossWatch, REPAIRED_LOSS_MAX};
+pub use loss::LossWatch;
 pub use ping::PingSchedule;
 pub use rate::{DeliveryRate, LinkEstimate};
 pub use rebase_cost::RebaseCost;

@@ -27,20 +27,9 @@ pub const CLEAN_PACKETS: u64 = 1_000;
 /// And at least this long since the last loss (µs), for paths that send few packets (typing).
 pub const CLEAN_US: u64 = 2_000_000;
 
-/// Where the transport makes good lost packets itself ([`LossWatch::on_repaired_counters`]),
-/// a share of packets lost above this, over the last [`CLEAN_PACKETS`] sent, makes the path
-/// lossy, as a frame lost whole does. A frame of a few kilobytes (five datagrams and two
-/// recovery shards) is lost whole once in 30 000 at 1 % loss, once in 3 600 at 2 % and once
-/// in 230 at 5 %; the losses of a real path come in bursts, which makes that sooner.
-pub const REPAIRED_LOSS_MAX: f64 = 0.02;
-
 /// The transport's loss counters, watched. Fully deterministic: the caller passes the time.
 #[derive(Debug, Clone, Default)]
 pub struct LossWatch {
-    /// Where packets are made good: the counters when the current window of
-    /// [`CLEAN_PACKETS`] began, and the share lost over the last whole window.
-    window: (u64, u64),
-    window_loss: f64,
     /// The counters last reported: packets sent and declared lost, both since the start.
     reported: Option<(u64, u64)>,
     /// The last loss: when it was seen, and the packets sent by then.
@@ -61,41 +50,6 @@ impl LossWatch {
         }
         self.reported = Some((sent, lost));
         new_loss
-    }
-
-    /// As [`LossWatch::on_counters`], from a transport that makes good lost packets itself
-    /// (frames as datagrams with recovery shards): a lost packet costs no frame, so a loss
-    /// counted here makes the path lossy only while the share of packets lost over the last
-    /// [`CLEAN_PACKETS`] is above [`REPAIRED_LOSS_MAX`]; frames lost whole are told with
-    /// [`LossWatch::on_frame_lost`]. A new lost packet still leaves a loss to answer
-    /// ([`LossWatch::settled`]), as with [`LossWatch::on_counters`]: where deltas made for
-    /// the viewer alone are costly, an ACK overdue after it calls for one either way. (Not
-    /// so, glxgears' p99 at 20 ms and 1 % rose from 38 to 45 ms by the median of six runs,
-    /// higher in each.)
-    pub fn on_repaired_counters(&mut self, sent: u64, lost: u64, now: u64) {
-        if lost > self.reported.map_or(0, |(_, l)| l) {
-            self.unanswered = true;
-        }
-        let (sent_then, lost_then) = self.window;
-        if sent.saturating_sub(sent_then) >= CLEAN_PACKETS {
-            self.window_loss = lost.saturating_sub(lost_then) as f64 / (sent - sent_then) as f64;
-            self.window = (sent, lost);
-        }
-        if self.window_loss > REPAIRED_LOSS_MAX {
-            self.last_loss = Some((now, sent));
-        }
-        self.reported = Some((sent, lost));
-    }
-
-    /// A frame was lost whole at `now`: an ACK for a later frame came first, or the viewer
-    /// could not apply one for want of its base. Where the transport makes good lost packets
-    /// itself (frames as datagrams with recovery shards), a lost packet costs no frame, and
-    /// these are the losses that count ([`crate::ViewerFlow`] counts them as
-    /// `unacked_passed`).
-    pub fn on_frame_lost(&mut self, now: u64) {
-        let sent = self.reported.map_or(0, |(s, _)| s);
-        self.last_loss = Some((now, sent));
-        self.unanswered = true;
     }
 
     /// Whether the path has lost nothing lately (and the transport has said so at all).
@@ -159,39 +113,6 @@ mod tests {
         assert!(!w.clean(3_000 * MS));
         w.on_counters(5_000, 2, 3_000 * MS + CLEAN_US - 1);
         assert!(!w.clean(3_000 * MS + CLEAN_US - 1));
-    }
-
-    #[test]
-    fn packets_made_good_make_the_path_lossy_only_above_a_share() {
-        let mut w = LossWatch::default();
-        // 1 % of packets lost, window after window: clean.
-        for k in 1..=5 {
-            w.on_repaired_counters(k * CLEAN_PACKETS, k * CLEAN_PACKETS / 100, k * 100 * MS);
-            assert!(w.clean(k * 100 * MS), "window {k}");
-        }
-        // 3 % over the next window: lossy from the end of that window.
-        let (sent, lost) = (
-            6 * CLEAN_PACKETS,
-            5 * CLEAN_PACKETS / 100 + 3 * CLEAN_PACKETS / 100,
-        );
-        w.on_repaired_counters(sent - 1, lost, 590 * MS);
-        assert!(w.clean(590 * MS), "the window is not whole yet");
-        w.on_repaired_counters(sent, lost, 600 * MS);
-        assert!(!w.clean(600 * MS));
-        assert!(
-            !w.settled(),
-            "a lost packet is a loss to answer, made good or not"
-        );
-        w.answered();
-        // A window back at 1 %, then the usual packets and time.
-        let sent2 = sent + CLEAN_PACKETS;
-        w.on_repaired_counters(sent2, lost + CLEAN_PACKETS / 100, 700 * MS);
-        let later = 600 * MS + CLEAN_US;
-        w.on_repaired_counters(sent + CLEAN_PACKETS + CLEAN_PACKETS, lost + 20, later);
-        assert!(w.clean(later));
-        // A frame lost whole makes it lossy at once, and unsettled.
-        w.on_frame_lost(later + MS);
-        assert!(!w.clean(later + MS) && !w.settled());
     }
 
     #[test]

@@ -45,11 +45,6 @@ pub trait Transport: Send {
     fn drops_superseded(&self) -> bool {
         false
     }
-    /// It makes good most lost packets itself, so a lost packet costs no frame (frames as
-    /// QUIC datagrams with recovery shards); see `HostConfig::repairs_loss`.
-    fn repairs_loss(&self) -> bool {
-        false
-    }
 }
 
 /// Everything in order on one byte stream.

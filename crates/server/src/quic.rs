@@ -6,7 +6,9 @@
 //! retransmitting pictures nobody needs any more. Or, when the host is told so
 //! ([`Carriage::Datagrams`]) and the viewer declared it takes them, each frame goes as datagrams
 //! of shards with Reed-Solomon recovery shards (`framewire_quic::shards`): a lost packet is
-//! made good from the others instead of retransmitted a round trip later.
+//! made good from the others instead of retransmitted a round trip later; the recovery shards
+//! of a frame that fits one datagram follow it a few milliseconds apart, so that one lost
+//! packet does not take them all.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -187,7 +189,8 @@ struct Datagrams {
     recovery_shards: u64,
     /// Recovery shards of one-datagram frames, handed to the task that sends them spaced.
     spaced: Option<tokio::sync::mpsc::Sender<Bytes>>,
-    /// Of those, dropped because [`SPACED_QUEUE`] were already waiting.
+    /// Of those, dropped unsent: [`SPACED_QUEUE`] were already waiting (or the connection
+    /// had closed).
     spaced_dropped: u64,
 }
 
@@ -214,7 +217,7 @@ impl<L: FrameLink> QuicTransport<L> {
     /// Sends a frame as datagrams when this viewer takes them, it is not a keyframe, it is no
     /// larger than [`DATAGRAM_UNIT_MAX`] and it can be split; returns it otherwise (a stream
     /// takes it). A frame that fits one datagram (a typed glyph, an Unchanged packet) goes at
-    /// once, and its recovery shards (copies of it, in effect) follow [`SPACING`] apart: sent
+    /// once, and its recovery shards (any one of them rebuilds it) follow [`SPACING`] apart: sent
     /// together, quinn would pack them into the same QUIC packet as the frame, and one loss
     /// would take all three. Waits while quinn's datagram buffer is full rather than let it
     /// drop the oldest: the session's budget, not the buffer, decides what is skipped.
@@ -319,10 +322,6 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
 
     fn drops_superseded(&self) -> bool {
         true
-    }
-
-    fn repairs_loss(&self) -> bool {
-        self.datagrams.is_some()
     }
 
     fn path(&self) -> Option<PathFigures> {

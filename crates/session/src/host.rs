@@ -63,11 +63,6 @@ pub struct HostConfig {
     /// reliable byte stream (TCP, a WebSocket) every frame arrives in order, so deltas go against
     /// the picture sent before: the delta every such viewer shares, and smaller.
     pub frames_may_be_lost: bool,
-    /// The transport makes good most lost packets itself (QUIC datagrams with recovery
-    /// shards), so a packet lost costs no frame: the path counts as lossy when a whole frame
-    /// is lost (an ACK for a later frame comes first, or the viewer lacks a frame's base), or
-    /// while more than 2 % of packets are lost, not at each lost packet.
-    pub repairs_loss: bool,
 }
 
 /// What the viewer sends, in its protocol.
@@ -204,8 +199,6 @@ struct Retained {
     /// this viewer are costly (`rebase_cost`) and no unanswered loss holds a frame up past its
     /// ACK's due time. Then they chain on the frame sent before.
     prefer_acknowledged: bool,
-    /// [`HostConfig::repairs_loss`].
-    repairs_loss: bool,
     path: LossWatch,
     /// The seq of the last frame planned when the transport last counted a loss.
     loss_before: u64,
@@ -338,7 +331,6 @@ impl<W: Wire> HostSession<W> {
             done: false,
             bases: Retained {
                 prefer_acknowledged: cfg.frames_may_be_lost,
-                repairs_loss: cfg.repairs_loss,
                 moved: Arc::new(Mutex::new(moved)),
                 ..Retained::default()
             },
@@ -366,14 +358,9 @@ impl<W: Wire> HostSession<W> {
     /// after a loss, and only a frame it holds up past its ACK's due time brings the
     /// acknowledged picture back, once: until the viewer applies a frame planned after the
     /// loss, or a frame that needs nothing in flight is sent.
-    /// Where the transport repairs lost packets itself ([`HostConfig::repairs_loss`]), the
-    /// frames lost whole count, and lost packets only while more than 2 % of them are
-    /// (`framewire_flow::REPAIRED_LOSS_MAX`).
     pub fn on_path_counters(&mut self, sent_packets: u64, lost_packets: u64, now: u64) {
         let b = &mut self.bases;
-        if b.repairs_loss {
-            b.path.on_repaired_counters(sent_packets, lost_packets, now);
-        } else if b.path.on_counters(sent_packets, lost_packets, now) {
+        if b.path.on_counters(sent_packets, lost_packets, now) {
             b.loss_before = b.last.as_ref().map_or(0, |x| x.seq);
         }
         self.refresh_path(now);
@@ -679,7 +666,6 @@ impl<W: Wire> HostSession<W> {
                     // it while it is crossing: that repair covers them.
                     if seq >= self.bases.repaired_at && !self.bases.repair_covers(seq, now) {
                         self.events.push_back(Event::Count(HostCount::BaseMissing));
-                        self.frame_lost(now);
                         if seq == self.bases.repaired_at && self.bases.acknowledged.is_some() {
                             // The repair itself, made against the picture the viewer
                             // acknowledged, found no base: the viewer no longer holds that
@@ -769,12 +755,7 @@ impl<W: Wire> HostSession<W> {
     /// Settles an ACK the viewer sent `held` µs after frame `id` arrived, in the flow; its
     /// RTT if it was in flight.
     fn ack(&mut self, now: u64, id: u64, held: u64) -> Option<u64> {
-        let passed = self.flow.stats().unacked_passed;
-        let outcome = self.flow.on_ack_held(id, now, held);
-        if self.flow.stats().unacked_passed > passed {
-            self.frame_lost(now);
-        }
-        match outcome {
+        match self.flow.on_ack_held(id, now, held) {
             AckOutcome::Rtt(rtt) => {
                 self.events.push_back(Event::Rtt(rtt));
                 Some(rtt)
@@ -797,18 +778,6 @@ impl<W: Wire> HostSession<W> {
             }
         }
         None
-    }
-
-    /// A frame was lost whole (see [`HostConfig::repairs_loss`]); elsewhere the transport's
-    /// packet counters tell first.
-    fn frame_lost(&mut self, now: u64) {
-        let b = &mut self.bases;
-        if !b.repairs_loss {
-            return;
-        }
-        b.path.on_frame_lost(now);
-        b.loss_before = b.last.as_ref().map_or(0, |x| x.seq);
-        self.refresh_path(now);
     }
 
     fn control_packet(&mut self, p: Packet) {

@@ -24,7 +24,6 @@ fn config() -> HostConfig {
         refresh_every: 0,
         control: false,
         drops_superseded: false,
-        repairs_loss: false,
         frames_may_be_lost: false,
         initial: vec![ViewerCommand::Brightness(128)],
     }

@@ -74,11 +74,6 @@ struct Impairment {
     /// What the host is told each delta made for the viewer alone took to make (µs), as the
     /// runtime measures it; none when zero.
     rebase_us: u64,
-    /// The transport makes good lost packets itself (QUIC datagrams with recovery shards):
-    /// the host is told so, and `repaired` of the packets sent are counted lost and made good,
-    /// costing no frame.
-    repairs: bool,
-    repaired: f64,
 }
 
 /// What the source shows.
@@ -105,15 +100,6 @@ const TYPING: Content = Content {
     caps: caps::ALL,
 };
 
-/// A page scrolled beside a fixed sidebar, every frame a new picture.
-const SCROLL: Content = Content {
-    same: 0.0,
-    period: None,
-    strict_keyframes: true,
-    scroll: true,
-    caps: caps::ALL,
-};
-
 #[derive(Debug, Default)]
 struct Outcome {
     applied: u64,
@@ -131,7 +117,7 @@ struct Outcome {
     frame_bytes: u64,
 }
 
-fn host(viewer_caps: u32, repairs_loss: bool) -> HostSession<V1Wire> {
+fn host(viewer_caps: u32) -> HostSession<V1Wire> {
     let n = negotiate(v1::Codec::Lz4, viewer_caps, caps::ALL);
     assert!(n.named_bases);
     let cfg = HostConfig {
@@ -140,7 +126,6 @@ fn host(viewer_caps: u32, repairs_loss: bool) -> HostSession<V1Wire> {
         refresh_every: 0,
         control: false,
         drops_superseded: false,
-        repairs_loss,
         frames_may_be_lost: true,
         initial: vec![],
     };
@@ -181,7 +166,7 @@ fn run(seed: u64, imp: &Impairment, frames: u64) -> Outcome {
 
 fn run_content(seed: u64, imp: &Impairment, frames: u64, content: &Content) -> Outcome {
     let mut rng = Rng(seed);
-    let mut host = host(content.caps, imp.repairs);
+    let mut host = host(content.caps);
     let mut viewer = welcomed_viewer(1);
     let mut src = match content.period {
         _ if content.scroll => Source::scrolling(),
@@ -245,8 +230,7 @@ fn run_content(seed: u64, imp: &Impairment, frames: u64, content: &Content) -> O
         }
         if imp.counters {
             let sent = out.frame_bytes.div_ceil(1_200);
-            let repaired = (sent as f64 * imp.repaired) as u64;
-            host.on_path_counters(sent, out.frames_lost + repaired, t);
+            host.on_path_counters(sent, out.frames_lost, t);
         }
         while let Some(e) = host.poll_event() {
             if let framewire_session::Event::Rejected(e) = e {
@@ -407,8 +391,15 @@ fn a_path_reported_clean_gets_the_shared_delta() {
         counters,
         ..Impairment::default()
     };
-    let unknown = run_content(31, &link(false), 200, &SCROLL);
-    let clean = run_content(31, &link(true), 200, &SCROLL);
+    let scroll = Content {
+        same: 0.0,
+        period: None,
+        strict_keyframes: true,
+        scroll: true,
+        caps: caps::ALL,
+    };
+    let unknown = run_content(31, &link(false), 200, &scroll);
+    let clean = run_content(31, &link(true), 200, &scroll);
     for o in [&unknown, &clean] {
         assert_eq!((o.bases_missing, o.stale), (0, 0), "{o:?}");
         assert_eq!(o.last_applied + 1, o.source_frames, "{o:?}");
@@ -437,51 +428,6 @@ fn a_loss_reported_brings_back_deltas_against_the_acknowledged_picture() {
         assert!(
             o.last_applied + 10 >= o.source_frames,
             "seed {seed}: the stream stopped: {o:?}"
-        );
-    }
-}
-
-/// Where the transport makes good lost packets itself (frames as QUIC datagrams with recovery
-/// shards), 1 % of packets counted lost does not make the path lossy: frames chain on the
-/// frame sent before, as on a clean path. The same counters from a transport that does not
-/// repair them bring back deltas against the acknowledged picture, and so do 5 % made good. A
-/// frame lost whole (an ACK for a later frame comes first, or the viewer lacks a frame's base)
-/// makes the path lossy too. Every picture is exact either way, and the stream keeps going.
-#[test]
-fn packets_made_good_by_the_transport_do_not_make_the_path_lossy() {
-    let link = |repairs, loss, repaired| Impairment {
-        loss,
-        delay_us: 20_000,
-        counters: true,
-        repairs,
-        repaired,
-        ..Impairment::default()
-    };
-    for seed in 50..54 {
-        let repaired = run_content(seed, &link(true, 0.0, 0.01), 300, &SCROLL);
-        let reported = run_content(seed, &link(false, 0.0, 0.01), 300, &SCROLL);
-        let many = run_content(seed, &link(true, 0.0, 0.05), 300, &SCROLL);
-        for o in [&repaired, &reported, &many] {
-            assert_eq!((o.bases_missing, o.stale), (0, 0), "seed {seed}: {o:?}");
-            assert_eq!(o.last_applied + 1, o.source_frames, "seed {seed}: {o:?}");
-        }
-        assert!(
-            repaired.rebased <= repaired.skipped,
-            "seed {seed}: repaired packets made the path lossy: {repaired:?}"
-        );
-        assert!(reported.rebased > 100, "seed {seed}: {reported:?}");
-        // Once 1,000 packets have gone (a window), 5 % lost is too many to make good.
-        assert!(many.rebased > 100, "seed {seed}: {many:?}");
-        // Frames lost whole, on top of 1 % of packets made good.
-        let lossy = run_content(seed, &link(true, 0.03, 0.01), 300, &SCROLL);
-        assert!(lossy.frames_lost > 0, "seed {seed}: {lossy:?}");
-        assert!(
-            lossy.rebased > lossy.frames_lost + lossy.skipped,
-            "seed {seed}: lost frames left the path clean: {lossy:?}"
-        );
-        assert!(
-            lossy.last_applied + 10 >= lossy.source_frames,
-            "seed {seed}: the stream stopped: {lossy:?}"
         );
     }
 }
@@ -633,7 +579,7 @@ fn deltas_against_acknowledged_pictures_find_moved_rectangles() {
 /// no picture (a checksum failure, and a keyframe for nothing).
 #[test]
 fn an_unchanged_frame_that_overtakes_the_keyframe_waits_for_it() {
-    let mut host = host(caps::ALL, false);
+    let mut host = host(caps::ALL);
     let mut viewer = welcomed_viewer(1_000);
     while viewer.poll_event().is_some() {}
     let mut src = Source::new();
@@ -690,7 +636,7 @@ fn offer(host: &mut HostSession<V1Wire>, f: &Arc<SourceFrame>) -> (Plan, Vec<Vec
 /// applied (seen on an emulated 5 % loss link as a viewer frozen on missing bases).
 #[test]
 fn frames_that_come_before_the_welcome_wait_for_it() {
-    let mut host = host(caps::ALL, false);
+    let mut host = host(caps::ALL);
     let k0 = Source::new().frame(now(), false);
     let mut later = Source::new();
     later.seq = 1;
@@ -736,7 +682,7 @@ fn frames_that_come_before_the_welcome_wait_for_it() {
 /// another delta against it (which would fail the same way, for ever).
 #[test]
 fn a_repair_whose_base_is_missing_brings_a_keyframe() {
-    let mut host = host(caps::ALL, false);
+    let mut host = host(caps::ALL);
     let mut src = Source::new();
     let mut plans = Vec::new();
     for (i, reply) in [
@@ -782,7 +728,7 @@ fn ack_at(host: &mut HostSession<V1Wire>, t: u64, seq: u64, status: AckStatus) {
 /// yet, the ACK timeout (500 ms here). Within it no other keyframe is sent; past it, one is.
 #[test]
 fn an_unanswered_keyframe_covers_the_frames_after_it_for_a_while() {
-    let mut host = host(caps::ALL, false);
+    let mut host = host(caps::ALL);
     let mut src = Source::new();
     // Times are passed in: other tests move the shared clock.
     let mut send = |host: &mut HostSession<V1Wire>, t: u64| {

@@ -57,7 +57,6 @@ fn run(frames_may_be_lost: bool) -> Outcome {
         refresh_every: 0,
         control: false,
         drops_superseded: false,
-        repairs_loss: false,
         frames_may_be_lost,
         initial: vec![],
     };
