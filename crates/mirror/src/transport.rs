@@ -23,7 +23,7 @@ pub struct PathFigures {
     pub datagram_frames: u64,
     pub recovery_shards: u64,
     /// Recovery shards of frames that fit one datagram, dropped unsent because the queue that
-    /// spaces them out was full (their frames went).
+    /// spaces them out was full or the connection had closed (their frames went).
     pub recovery_shards_dropped: u64,
 }
 
