@@ -85,9 +85,9 @@ pub struct CellResult {
     /// with too few shards, over the measuring window.
     pub datagram_recovered: u64,
     pub datagram_lost: u64,
-    /// The host, over the whole cell (burst included): frames it sent the viewer, and of
-    /// those, deltas made for it against the picture it acknowledged (the rest chained on
-    /// the frame sent before, or were keyframes or Unchanged).
+    /// The host, over the whole cell (burst included): frames it planned for the viewer, and
+    /// of those, deltas made for it alone (`rebased`: against the picture it acknowledged, or
+    /// the one sent before a skip); the rest were the shared deltas, keyframes or Unchanged.
     pub host_frames: u64,
     pub host_rebased: u64,
     /// Host: capture, encode, send; viewer: decode, apply; the rest of capture → applied
@@ -379,7 +379,7 @@ fn print_row(r: &CellResult) {
     if c.transport == Transport::QuicDgram {
         println!(
             "  datagrams: {} frames rebuilt with recovery shards, {} lost (too few shards); \
-             the host made {} of its {} frames against the acknowledged picture",
+             over the whole cell, the host made {} of its {} frames for this viewer alone",
             r.datagram_recovered, r.datagram_lost, r.host_rebased, r.host_frames
         );
     }

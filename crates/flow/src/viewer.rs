@@ -82,7 +82,8 @@ pub struct ViewerFlowStats {
     pub skipped: u64,
     pub acks: u64,
     /// ACKs for frames that were not in flight: already settled by the ACK of a frame that
-    /// overtook them (frames on streams of their own), or a confused or hostile viewer.
+    /// overtook them (frames on streams of their own, or rebuilt from datagrams after a later
+    /// one arrived), or a confused or hostile viewer.
     pub unknown_acks: u64,
     /// In-flight frames given up on after `ack_timeout_us` without an ACK.
     pub ack_timeouts: u64,
@@ -866,6 +867,22 @@ mod tests {
         assert!(v.can_send(now + 2_000_000));
         assert_eq!(v.stats().ack_timeouts, 3);
         assert_eq!(v.on_ack(999, now), AckOutcome::Unknown);
+        assert_eq!(v.stats().unknown_acks, 1);
+    }
+
+    #[test]
+    fn an_ack_that_passes_frames_in_flight_counts_them_once() {
+        let mut v = flow();
+        for seq in 0..4 {
+            v.on_sent(seq, 1000, seq * 16_000);
+        }
+        // Frame 2's ACK comes first: 0 and 1 are passed without their own.
+        assert!(matches!(v.on_ack(2, 70_000), AckOutcome::Rtt(_)));
+        assert_eq!(v.stats().unacked_passed, 2);
+        // Their ACKs, late, are unknown and pass nothing more.
+        assert_eq!(v.on_ack(1, 71_000), AckOutcome::Unknown);
+        assert!(matches!(v.on_ack(3, 72_000), AckOutcome::Rtt(_)));
+        assert_eq!(v.stats().unacked_passed, 2);
         assert_eq!(v.stats().unknown_acks, 1);
     }
 

@@ -19,7 +19,7 @@ pub struct PathFigures {
     pub cwnd_bytes: u64,
     pub lost_packets: u64,
     pub sent_packets: u64,
-    /// Frames sent as datagrams, and the recovery shards sent with them (0 on streams).
+    /// Frames sent as datagrams, and the recovery shards made for them (0 on streams).
     pub datagram_frames: u64,
     pub recovery_shards: u64,
     /// Recovery shards of frames that fit one datagram, dropped unsent because the queue that

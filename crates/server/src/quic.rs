@@ -203,12 +203,15 @@ const SPACED_QUEUE: usize = 16;
 /// round trip across any network, which a retransmission would cost.
 const SPACING: Duration = Duration::from_millis(2);
 
-/// Sends the recovery shards of one-datagram frames, each [`SPACING`] after the one before.
+/// Sends the recovery shards of one-datagram frames, each [`SPACING`] after the one before,
+/// until the transport drops its sender or the connection ends. A shard larger than the path
+/// now takes (its datagram size fell) is skipped: its frame went, or was lost, already.
 async fn send_spaced(conn: quinn::Connection, mut rx: tokio::sync::mpsc::Receiver<Bytes>) {
     while let Some(b) = rx.recv().await {
         tokio::time::sleep(SPACING).await;
-        if conn.send_datagram_wait(b).await.is_err() {
-            return;
+        match conn.send_datagram_wait(b).await {
+            Ok(()) | Err(quinn::SendDatagramError::TooLarge) => {}
+            Err(_) => return,
         }
     }
 }
@@ -230,7 +233,6 @@ impl<L: FrameLink> QuicTransport<L> {
         if t.keyframe || len > DATAGRAM_UNIT_MAX {
             return Ok(Some(t));
         }
-        let one = len + shards::HEADER_LEN <= max;
         let mut unit = Vec::with_capacity(len);
         unit.extend_from_slice(&t.head);
         if let Some(p) = &t.payload {
@@ -247,18 +249,11 @@ impl<L: FrameLink> QuicTransport<L> {
         d.next = d.next.wrapping_add(1);
         d.frames += 1;
         d.recovery_shards += recovery as u64;
-        if one {
-            let tx = d.spaced.get_or_insert_with(|| {
-                let (tx, rx) = tokio::sync::mpsc::channel(SPACED_QUEUE);
-                tokio::spawn(send_spaced(self.link.quic().clone(), rx));
-                tx
-            });
-            for b in d.out.drain(1..) {
-                if tx.try_send(b).is_err() {
-                    d.spaced_dropped += 1;
-                }
-            }
-        }
+        // One original shard: its recovery shards go spaced, after it.
+        let spaced = match d.out.len() == 1 + recovery {
+            true => d.out.split_off(1),
+            false => Vec::new(),
+        };
         for b in d.out.drain(..) {
             match self.link.quic().send_datagram_wait(b).await {
                 Ok(()) => {}
@@ -269,10 +264,23 @@ impl<L: FrameLink> QuicTransport<L> {
                 // new size.
                 Err(quinn::SendDatagramError::TooLarge) => {
                     debug!("the path's datagram size fell: a frame sent as datagrams is lost");
-                    // (The rest of its datagrams go with the drain.)
+                    // (The rest of its datagrams go with the drain, and its spaced
+                    // recovery shards are not sent.)
                     return Ok(None);
                 }
                 Err(e) => return Err(io::Error::other(e)),
+            }
+        }
+        if !spaced.is_empty() {
+            let tx = d.spaced.get_or_insert_with(|| {
+                let (tx, rx) = tokio::sync::mpsc::channel(SPACED_QUEUE);
+                tokio::spawn(send_spaced(self.link.quic().clone(), rx));
+                tx
+            });
+            for b in spaced {
+                if tx.try_send(b).is_err() {
+                    d.spaced_dropped += 1;
+                }
             }
         }
         Ok(None)
