@@ -184,6 +184,8 @@ pub struct QuicTransport<L: FrameLink> {
 #[derive(Default)]
 struct Datagrams {
     next: u32,
+    /// The frame being split, header and payload together (kept to reuse its allocation).
+    unit: Vec<u8>,
     out: Vec<Bytes>,
     frames: u64,
     recovery_shards: u64,
@@ -233,16 +235,16 @@ impl<L: FrameLink> QuicTransport<L> {
         if t.keyframe || len > DATAGRAM_UNIT_MAX {
             return Ok(Some(t));
         }
-        let mut unit = Vec::with_capacity(len);
-        unit.extend_from_slice(&t.head);
+        d.unit.clear();
+        d.unit.extend_from_slice(&t.head);
         if let Some(p) = &t.payload {
-            unit.extend_from_slice(p);
+            d.unit.extend_from_slice(p);
         }
         d.out.clear();
-        let recovery = match shards::split(d.next, &unit, max, &mut d.out) {
+        let recovery = match shards::split(d.next, &d.unit, max, &mut d.out) {
             Ok(r) => r,
             Err(e) => {
-                debug!(error = %e, bytes = unit.len(), "frame sent on a stream, not as datagrams");
+                debug!(error = %e, bytes = len, "frame sent on a stream, not as datagrams");
                 return Ok(Some(t));
             }
         };
@@ -250,9 +252,10 @@ impl<L: FrameLink> QuicTransport<L> {
         d.frames += 1;
         d.recovery_shards += recovery as u64;
         // One original shard: its recovery shards go spaced, after it.
-        let spaced = match d.out.len() == 1 + recovery {
-            true => d.out.split_off(1),
-            false => Vec::new(),
+        let spaced = if d.out.len() == 1 + recovery {
+            d.out.split_off(1)
+        } else {
+            Vec::new()
         };
         for b in d.out.drain(..) {
             match self.link.quic().send_datagram_wait(b).await {
