@@ -9,6 +9,7 @@
 pub mod block;
 pub mod checksum;
 pub mod colour;
+pub mod compare;
 pub mod delta;
 mod encoder;
 pub mod grey;

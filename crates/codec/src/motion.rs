@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::rects::{Move, Rect, MAX_MOVES};
+use crate::rects::{Compared, Move, Rect, MAX_MOVES};
 
 /// Fewer changed rows than this: no moves are looked for.
 pub const MIN_CHANGED_ROWS: usize = 16;
@@ -154,13 +154,14 @@ fn anchors(row: &[u8], (lo, hi): (usize, usize), out: &mut Vec<(u32, u64)>) -> b
 /// and to whole blocks of 64 pixels (so the window of a row is often the same from frame to
 /// frame, and its anchors are found in the cache). Anchors outside it have the same key at the
 /// same place in both pictures: they vote for no displacement, and scanning them was most of the
-/// finder's time on a browser whose page scrolls beside a fixed sidebar. (`rects::plan_patches`
-/// finds the same span again for the changed rows no move covers; those are few when moves
-/// were found, and sharing the spans across the two modules was not worth its plumbing.)
-fn window(old: &[u8], new: &[u8]) -> Option<(usize, usize)> {
-    let (x0, x1) = crate::rects::diff_span(old, new)?;
+/// finder's time on a browser whose page scrolls beside a fixed sidebar. `span` is where the
+/// rows differ ([`crate::compare::diff_span`]), which [`Compared`] hands on to the patches.
+fn window(span: Option<(usize, usize)>, width: usize) -> (usize, usize) {
+    let Some((x0, x1)) = span else {
+        return (0, 0);
+    };
     let lo = x0.saturating_sub(KEY_LEN - 1) / 64 * 64;
-    Some((lo, x1.div_ceil(64).saturating_mul(64).min(new.len())))
+    (lo, x1.div_ceil(64).saturating_mul(64).min(width))
 }
 
 /// How far left of `x` (down to `lo`) and right of it (up to `hi`) `a` and `b` stay equal.
@@ -200,6 +201,8 @@ pub struct Finder {
     made: AnchorCache,
     /// The previous frame's `made`.
     known: AnchorCache,
+    /// What was compared on the way, for the patches.
+    compared: Compared,
 }
 
 /// Anchors of rows in a window, by the row's hash.
@@ -267,6 +270,7 @@ impl Finder {
         cur_hashes: &[u64],
     ) -> Vec<Move> {
         let h = cur_hashes.len();
+        self.compared.clear();
         if width == 0 || h == 0 || prev_hashes.len() != h || width > u16::MAX as usize {
             return Vec::new();
         }
@@ -293,6 +297,10 @@ impl Finder {
                 dy: plan.dy,
             }];
         }
+        self.compared.start(h);
+        for y in (0..h).filter(|&y| prev_hashes[y] == cur_hashes[y]) {
+            self.compared.set_span(y, None);
+        }
         if !self.vote((prev, cur, width), (prev_hashes, cur_hashes)) {
             return Vec::new();
         }
@@ -309,14 +317,24 @@ impl Finder {
             if moves.len() == MAX_MOVES {
                 break;
             }
-            if let Some(m) = self.grow(prev, cur, width, h, d) {
+            if let Some((m, fitted)) = self.grow(prev, cur, width, h, d) {
                 moves.push(m);
+                self.compared.push_fitted(fitted);
             }
         }
         // Larger moves first: where a smaller one overlaps (a window dragged over a scrolling
         // page), it is applied later and wins, as the spec's order says.
-        moves.sort_by_key(|m| std::cmp::Reverse(m.to.area()));
-        moves
+        let mut order: Vec<usize> = (0..moves.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(moves[i].to.area()));
+        self.compared.reorder(&order);
+        order.iter().map(|&i| moves[i]).collect()
+    }
+
+    /// What the last [`Finder::find`] compared in its plane: where changed rows differ from
+    /// the old ones at their places, and which rows of each move (in the order returned)
+    /// matched whole. Valid for the pictures it was given.
+    pub fn compared(&self) -> &Compared {
+        &self.compared
     }
 
     /// Anchors of every other changed row of the new picture, looked up among the anchors of
@@ -335,10 +353,12 @@ impl Finder {
         std::mem::swap(&mut self.known, &mut self.made);
         self.made.clear();
         self.windows.clear();
-        self.windows.extend(self.changed.iter().map(|&y| {
+        for &y in &self.changed {
             let row = y * width..(y + 1) * width;
-            window(&prev[row.clone()], &cur[row]).unwrap_or((0, 0))
-        }));
+            let span = crate::compare::diff_span(&prev[row.clone()], &cur[row]);
+            self.compared.set_span(y, span);
+            self.windows.push(window(span, width));
+        }
         for (&y, &win) in self.changed.iter().zip(&self.windows).step_by(2) {
             self.row.clear();
             let capped = anchors(&cur[y * width..(y + 1) * width], win, &mut self.row);
@@ -390,7 +410,8 @@ impl Finder {
         true
     }
 
-    /// The rectangle where displacement `d` holds, from its seeds.
+    /// The rectangle where displacement `d` holds, from its seeds, and which of its rows match
+    /// whole.
     fn grow(
         &self,
         prev: &[u8],
@@ -398,7 +419,7 @@ impl Finder {
         width: usize,
         h: usize,
         (dx, dy): (i32, i32),
-    ) -> Option<Move> {
+    ) -> Option<(Move, Vec<bool>)> {
         fn row_of(pic: &[u8], y: usize, width: usize) -> &[u8] {
             &pic[y * width..(y + 1) * width]
         }
@@ -465,8 +486,12 @@ impl Finder {
         };
         // Half its rows at least must match whole: a displacement that only lines up here and
         // there (repeated text) would cost more patches than it saves.
-        let fitting = (y0..y1).filter(|&y| fits(y)).count();
-        (to.area() >= MIN_AREA && 2 * fitting >= (y1 - y0)).then_some(Move { to, dx, dy })
+        if to.area() < MIN_AREA {
+            return None;
+        }
+        let fitted: Vec<bool> = (y0..y1).map(fits).collect();
+        let fitting = fitted.iter().filter(|&&f| f).count();
+        (2 * fitting >= (y1 - y0)).then_some((Move { to, dx, dy }, fitted))
     }
 }
 

@@ -601,7 +601,7 @@ fn xor_bits_of_tiles(
             let (c, old) = (&cur[y * width..(y + 1) * width], reference.row(y));
             for (t, sp) in tiles[ts.clone()].iter().zip(spans.iter_mut()) {
                 let (a, e) = (t.x as usize, (t.x + t.w) as usize);
-                if let Some((x0, x1)) = crate::rects::diff_span(&old[a..e], &c[a..e]) {
+                if let Some((x0, x1)) = crate::compare::diff_span(&old[a..e], &c[a..e]) {
                     *sp = (sp.0.min(a + x0), sp.1.max(a + x1), sp.2.min(y), y + 1);
                 }
             }

@@ -76,6 +76,7 @@ impl RectDeltaMaker {
             p.prev_rows,
             p.cur_rows,
             moves,
+            Some(self.finder.compared()),
             codecs,
             if self.predicted { planes } else { 0 },
             &mut self.scratch,

@@ -18,7 +18,7 @@
 //! rectangles in the first plane) and replace their pixels last ([`crate::predict`]).
 
 use crate::block::{BlockCodec, CodecError};
-use crate::motion::word;
+use crate::compare::{diff_span, first_diff};
 
 /// At most this many moves in one delta.
 pub const MAX_MOVES: usize = 64;
@@ -290,63 +290,82 @@ pub fn apply_patches(pic: &mut [u8], width: usize, patches: &[Rect], data: &[u8]
     }
 }
 
-/// The first and one-past-the-last byte where `a` and `b` (of one length) differ, if they do.
-pub(crate) fn diff_span(a: &[u8], b: &[u8]) -> Option<(usize, usize)> {
-    let first = first_diff(a, b)?;
-    Some((first, first + 1 + last_diff(&a[first..], &b[first..])))
-}
-
-/// Bytes compared per step where rows are long and mostly equal: four words OR-ed together
-/// make one test per 32 bytes. (In a live profile of a scrolling browser, comparing rows was a
-/// fifth of the server's time; `bench codec` measured no difference from 8-byte slices.)
-const STRIDE: usize = 32;
-
-fn differs(a: &[u8], b: &[u8], at: usize) -> bool {
-    (word(a, at) ^ word(b, at))
-        | (word(a, at + 8) ^ word(b, at + 8))
-        | (word(a, at + 16) ^ word(b, at + 16))
-        | (word(a, at + 24) ^ word(b, at + 24))
-        != 0
-}
-
-fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + STRIDE <= n && !differs(a, b, i) {
-        i += STRIDE;
-    }
-    while i + 8 <= n {
-        let x = word(a, i) ^ word(b, i);
-        if x != 0 {
-            return Some(i + x.trailing_zeros() as usize / 8);
-        }
-        i += 8;
-    }
-    (i..n).find(|&k| a[k] != b[k])
-}
-
-/// The last byte where `a` and `b` differ, when byte 0 does (the search stops there).
-fn last_diff(a: &[u8], b: &[u8]) -> usize {
-    let mut end = a.len().min(b.len());
-    while end >= STRIDE && !differs(a, b, end - STRIDE) {
-        end -= STRIDE;
-    }
-    while end >= 8 {
-        let x = word(a, end - 8) ^ word(b, end - 8);
-        if x != 0 {
-            return end - 1 - x.leading_zeros() as usize / 8;
-        }
-        end -= 8;
-    }
-    (0..end).rev().find(|&k| a[k] != b[k]).unwrap_or(0)
-}
-
 /// Columns closer than this merge into one patch: a patch costs 8 bytes of header, and a run
 /// of unchanged (zero after XOR) pixels costs LZ4 about one byte per 255.
 const MERGE_GAP: usize = 64;
 
-/// A run of a row after the moves: (x0, x1, where pixel x0 comes from in the old picture).
-type Piece = (usize, usize, usize);
+/// A run of a row after the moves: (x0, x1, where pixel x0 comes from in the old picture,
+/// the move it comes from or [`STILL`]).
+type Piece = (usize, usize, usize, usize);
+
+/// A piece no move wrote: the old row at its place.
+const STILL: usize = usize::MAX;
+
+/// A span no one compared (see [`Compared`]).
+const UNKNOWN: (u32, u32) = (u32::MAX, 0);
+
+/// What finding the moves already compared in the first plane (see [`crate::motion`]), so that
+/// cutting patches need not compare it again: on a colour browser page scrolling beside a
+/// sidebar, comparing each moved row piece by piece was most of what patches cost.
+#[derive(Debug, Default, Clone)]
+pub struct Compared {
+    /// Per row of the first plane: the span where it differs from the old row at its place
+    /// (empty when equal), or [`UNKNOWN`].
+    spans: Vec<(u32, u32)>,
+    /// Per move of the first plane, in the moves' order: for each row of its rectangle from the
+    /// top, whether the whole row matched its source.
+    fitted: Vec<Vec<bool>>,
+}
+
+impl Compared {
+    /// Nothing known.
+    pub fn clear(&mut self) {
+        self.spans.clear();
+        self.fitted.clear();
+    }
+
+    /// `rows` rows of the first plane, none compared yet.
+    pub fn start(&mut self, rows: usize) {
+        self.clear();
+        self.spans.resize(rows, UNKNOWN);
+    }
+
+    /// Row `y` differs from the old row at its place over `span` (`None`: not at all).
+    pub fn set_span(&mut self, y: usize, span: Option<(usize, usize)>) {
+        self.spans[y] = span.map_or((0, 0), |(a, b)| (a as u32, b as u32));
+    }
+
+    /// The next move's rows that matched whole, from its top.
+    pub fn push_fitted(&mut self, rows: Vec<bool>) {
+        self.fitted.push(rows);
+    }
+
+    /// Puts the moves' rows in the order `order` gives (indexes into the order they were
+    /// pushed), as the moves are.
+    pub fn reorder(&mut self, order: &[usize]) {
+        let mut old = std::mem::take(&mut self.fitted);
+        self.fitted = order.iter().map(|&i| std::mem::take(&mut old[i])).collect();
+    }
+
+    /// Where row `y` differs from the old row at its place, if compared.
+    fn span(&self, y: usize) -> Option<Option<(usize, usize)>> {
+        let &(a, b) = self.spans.get(y)?;
+        match (a, b) {
+            UNKNOWN => None,
+            (a, b) if a >= b => Some(None),
+            (a, b) => Some(Some((a as usize, b as usize))),
+        }
+    }
+
+    /// Whether row `y` (of the picture) of move `m` matched its source whole.
+    fn fitted(&self, m: usize, top: usize, y: usize) -> bool {
+        self.fitted
+            .get(m)
+            .and_then(|rows| rows.get(y.checked_sub(top)?))
+            .copied()
+            .unwrap_or(false)
+    }
+}
 
 /// The picture patches apply to: the previous one with the moves applied, made a row at a
 /// time when asked (copying whole pictures cost more than finding the moves).
@@ -359,6 +378,7 @@ pub struct Reference<'a> {
     /// over it), that old row: its hash says whether it still matches.
     whole: Vec<Option<usize>>,
     buf: Vec<u8>,
+    compared: Option<&'a Compared>,
 }
 
 impl<'a> Reference<'a> {
@@ -381,6 +401,36 @@ impl<'a> Reference<'a> {
             moved,
             whole,
             buf: vec![0; width],
+            compared: None,
+        }
+    }
+
+    /// What was compared already (the first plane's rows and moves come first in the
+    /// picture and in the moves).
+    pub fn with_compared(mut self, compared: Option<&'a Compared>) -> Self {
+        self.compared = compared;
+        self
+    }
+
+    /// The part of piece `p` of row `y` that may differ from `cur`: all of it, a part of it
+    /// (an unmoved piece of a row compared at its place), or none (such a piece outside the
+    /// span compared, or a piece of a move whose row matched whole).
+    fn narrowed(&self, y: usize, p: Piece) -> Option<Piece> {
+        let Some(c) = self.compared else {
+            return Some(p);
+        };
+        let (x0, x1, s, from) = p;
+        if from != STILL {
+            let top = self.moves[from].to.y as usize;
+            return (!c.fitted(from, top, y)).then_some(p);
+        }
+        match c.span(y) {
+            None => Some(p),
+            Some(None) => None,
+            Some(Some((a, b))) => {
+                let (lo, hi) = (x0.max(a), x1.min(b));
+                (lo < hi).then_some((lo, hi, s + (lo - x0), STILL))
+            }
         }
     }
 
@@ -390,12 +440,29 @@ impl<'a> Reference<'a> {
     }
 
     /// Row `y` is known to equal `cur`'s from the hashes alone: untouched and its hash did not
-    /// change, or a whole old row moved here whose hash is this row's.
+    /// change, or a whole old row moved here whose hash is this row's, or every old row its
+    /// pieces come from (by moves straight up or down) equals this row whole. The last is the
+    /// colour planes R − G and B − G of grey content (text, UI chrome): rows of zeros, which a
+    /// page scrolled beside a sidebar would otherwise compare byte by byte, two thirds of all
+    /// the comparing a colour delta did.
     fn known_same(&self, y: usize, prev_hashes: &[u64], cur_hashes: &[u64]) -> bool {
+        let Some(&c) = cur_hashes.get(y) else {
+            return false;
+        };
         match (self.moved[y], self.whole[y]) {
-            (false, _) => prev_hashes.get(y) == cur_hashes.get(y),
-            (true, Some(s)) => prev_hashes.get(s) == cur_hashes.get(y),
-            (true, None) => false,
+            (false, _) => prev_hashes.get(y) == Some(&c),
+            (true, Some(s)) => prev_hashes.get(s) == Some(&c),
+            (true, None) => {
+                prev_hashes.get(y) == Some(&c)
+                    && self
+                        .moves
+                        .iter()
+                        .filter(|m| (m.to.y..m.to.y + m.to.h).contains(&(y as u32)))
+                        .all(|m| {
+                            let sy = (y as i64 + m.dy as i64) as usize;
+                            m.dx == 0 && prev_hashes.get(sy) == Some(&c)
+                        })
+            }
         }
     }
 
@@ -404,8 +471,8 @@ impl<'a> Reference<'a> {
     fn pieces(&self, y: usize, out: &mut Vec<Piece>, spare: &mut Vec<Piece>) {
         let w = self.width;
         out.clear();
-        out.push((0, w, y * w));
-        for m in self.moves {
+        out.push((0, w, y * w, STILL));
+        for (i, m) in self.moves.iter().enumerate() {
             let r = m.to;
             if !(r.y..r.y + r.h).contains(&(y as u32)) {
                 continue;
@@ -415,17 +482,17 @@ impl<'a> Reference<'a> {
             // Cut what the move covers out of the pieces and put it in, keeping the order.
             spare.clear();
             let mut placed = false;
-            for &(x0, x1, s) in out.iter() {
+            for &(x0, x1, s, m) in out.iter() {
                 if x0 < a {
-                    spare.push((x0, x1.min(a), s));
+                    spare.push((x0, x1.min(a), s, m));
                 }
                 if !placed && x1 > a {
-                    spare.push((a, b, src));
+                    spare.push((a, b, src, i));
                     placed = true;
                 }
                 if x1 > b {
                     let from = x0.max(b);
-                    spare.push((from, x1, s + (from - x0)));
+                    spare.push((from, x1, s + (from - x0), m));
                 }
             }
             std::mem::swap(out, spare);
@@ -441,15 +508,20 @@ impl<'a> Reference<'a> {
         pieces: &mut (Vec<Piece>, Vec<Piece>),
     ) -> Option<(usize, usize)> {
         if !self.moved[y] {
+            if let Some(span) = self.compared.and_then(|c| c.span(y)) {
+                return span;
+            }
             let w = self.width;
             return diff_span(&self.prev[y * w..(y + 1) * w], cur);
         }
         self.pieces(y, &mut pieces.0, &mut pieces.1);
         let pieces = &pieces.0;
-        let first = pieces.iter().find_map(|&(x0, x1, s)| {
+        let first = pieces.iter().find_map(|&p| {
+            let (x0, x1, s, _) = self.narrowed(y, p)?;
             first_diff(&self.prev[s..s + (x1 - x0)], &cur[x0..x1]).map(|i| x0 + i)
         })?;
-        let last = pieces.iter().rev().find_map(|&(x0, x1, s)| {
+        let last = pieces.iter().rev().find_map(|&p| {
+            let (x0, x1, s, _) = self.narrowed(y, p)?;
             diff_span(&self.prev[s..s + (x1 - x0)], &cur[x0..x1]).map(|(_, e)| x0 + e)
         })?;
         Some((first, last))
@@ -570,7 +642,8 @@ pub struct Scratch {
 
 /// Encodes `cur` against `prev` (both `width` wide, with their row hashes) with `moves` into
 /// `out`; returns the plan and the codec its block is in (`codecs.dense` when it has predicted
-/// rectangles). Rows no move touches are compared by hash first. With `predict` (the pictures'
+/// rectangles). Rows no move touches are compared by hash first; with `compared` (from the
+/// finder that found `moves`), what it compared is not compared again. With `predict` (the pictures'
 /// plane count; 0 for none), large patches of the first plane whose pixels predict from their
 /// neighbours in fewer bits than their XOR go as predicted rectangles.
 #[allow(clippy::too_many_arguments)]
@@ -581,12 +654,13 @@ pub fn encode(
     prev_hashes: &[u64],
     cur_hashes: &[u64],
     moves: Vec<Move>,
+    compared: Option<&Compared>,
     codecs: Codecs,
     predict: usize,
     s: &mut Scratch,
     out: &mut Vec<u8>,
 ) -> Result<(RectPlan, BlockCodec), CodecError> {
-    let mut reference = Reference::new(prev, width, &moves);
+    let mut reference = Reference::new(prev, width, &moves).with_compared(compared);
     let mut patches = plan_patches(&mut reference, cur, width, Some((prev_hashes, cur_hashes)));
     let h = cur.len().checked_div(width).unwrap_or(0);
     let mut predicted = Vec::new();
@@ -646,40 +720,6 @@ pub fn encode(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn spans_are_exact() {
-        let a = vec![0u8; 100];
-        let mut b = a.clone();
-        assert_eq!(diff_span(&a, &b), None);
-        b[17] = 1;
-        b[70] = 2;
-        assert_eq!(diff_span(&a, &b), Some((17, 71)));
-        b[99] = 3;
-        assert_eq!(diff_span(&a, &b), Some((17, 100)));
-    }
-
-    proptest::proptest! {
-        /// Spans found a word and four words at a time are the spans by definition, at every
-        /// length and every place of the first and last difference.
-        #[test]
-        fn spans_match_their_definition(
-            len in 0usize..200,
-            marks in proptest::collection::vec((0usize..200, 1u8..=255), 0..4),
-        ) {
-            let a: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
-            let mut b = a.clone();
-            for (at, v) in marks {
-                if at < len {
-                    b[at] ^= v;
-                }
-            }
-            let first = (0..len).find(|&i| a[i] != b[i]);
-            let last = (0..len).rev().find(|&i| a[i] != b[i]);
-            proptest::prop_assert_eq!(diff_span(&a, &b), first.zip(last).map(|(f, l)| (f, l + 1)));
-            proptest::prop_assert_eq!(first_diff(&a, &b), first);
-        }
-    }
 
     #[test]
     fn nearby_rows_merge_and_distant_ones_do_not() {
