@@ -33,6 +33,12 @@ pub const KEY_LEN: usize = 32;
 const MAX_ANCHORS_PER_ROW: usize = 48;
 /// Votes a displacement needs to be tried.
 const MIN_VOTES: u32 = 6;
+/// Changed rows of the new picture whose anchors vote, about: every other one, or every
+/// `changed / VOTING_ROWS`-th where more changed. On a live colour browser scroll (about 1,100
+/// changed rows) voting with every fifth row instead of every other took the finder from a
+/// quarter of the server's time to a sixth; bytes per changed picture on the corpus moved by
+/// under 1 % either way (browser scroll +0.9 %, glxgears −2.8 %).
+const VOTING_ROWS: usize = 200;
 /// Displacements tried at most.
 const MAX_CANDIDATES: usize = 8;
 /// A move smaller than this is not worth its header.
@@ -337,8 +343,9 @@ impl Finder {
         &self.compared
     }
 
-    /// Anchors of every other changed row of the new picture, looked up among the anchors of
-    /// every changed row of the old one; votes and seeds. Returns false when the new picture
+    /// Anchors of every other changed row of the new picture (fewer where many changed: see
+    /// [`VOTING_ROWS`]), looked up among the anchors of every changed row of the old one; votes
+    /// and seeds. Returns false when the new picture
     /// has too few anchors to vote (noise, a photograph), before the old one is read.
     fn vote(
         &mut self,
@@ -359,7 +366,8 @@ impl Finder {
             self.compared.set_span(y, span);
             self.windows.push(window(span, width));
         }
-        for (&y, &win) in self.changed.iter().zip(&self.windows).step_by(2) {
+        let step = (self.changed.len() / VOTING_ROWS).max(2);
+        for (&y, &win) in self.changed.iter().zip(&self.windows).step_by(step) {
             self.row.clear();
             let capped = anchors(&cur[y * width..(y + 1) * width], win, &mut self.row);
             self.made.put(cur_hashes[y], win, capped, &self.row);

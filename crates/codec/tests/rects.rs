@@ -290,28 +290,68 @@ fn hashes_of(p: &[u8], w: usize) -> Vec<u64> {
     v
 }
 
-#[test]
-fn a_scrolled_column_between_fixed_sides_is_one_move() {
-    let (w, h) = (320, 200);
+/// A column scrolled up by 13 rows beside fixed sides, `h` rows tall, with new text below and,
+/// with `win`, in the picture's last 150 rows (the column scrolls above them), a window of 60
+/// rows dragged by (5, 3).
+fn scrolled_column(w: usize, h: usize, win: bool) -> (Vec<u8>, Vec<u8>) {
     let prev = page(w, h, 7);
     let mut cur = prev.clone();
-    // Columns 100..260 scroll up by 13 rows; the sides stay; new text comes in below.
     let fresh = page(w, h, 99);
-    for y in 0..h {
+    let rows = if win { h - 150 } else { h };
+    for y in 0..rows {
         for x in 100..260 {
-            cur[y * w + x] = if y + 13 < h {
+            cur[y * w + x] = if y + 13 < rows {
                 prev[(y + 13) * w + x]
             } else {
                 fresh[y * w + x]
             };
         }
     }
+    if win {
+        let (x0, y0, ww) = (w - 120, h - 100, 100);
+        let pane = page(ww, 60, 5);
+        for y in 0..60 {
+            let b = (y0 + 3 + y) * w + x0 + 5;
+            cur[b..b + ww].copy_from_slice(&pane[y * ww..(y + 1) * ww]);
+        }
+        let mut p = prev;
+        for y in 0..60 {
+            let a = (y0 + y) * w + x0;
+            p[a..a + ww].copy_from_slice(&pane[y * ww..(y + 1) * ww]);
+        }
+        return (p, cur);
+    }
+    (prev, cur)
+}
+
+/// Found alike in a short picture, where every other changed row votes, and in a tall one,
+/// where fewer do.
+#[test]
+fn a_scrolled_column_between_fixed_sides_is_one_move() {
+    for h in [200, 1200] {
+        let w = 320;
+        let (prev, cur) = scrolled_column(w, h, false);
+        let moves =
+            Finder::default().find(&prev, &cur, w, &hashes_of(&prev, w), &hashes_of(&cur, w));
+        assert_eq!(moves.len(), 1, "{h} rows: {moves:?}");
+        let m = moves[0];
+        assert_eq!((m.dx, m.dy), (0, 13));
+        assert!(m.to.x <= 100 && m.to.x + m.to.w >= 250, "{m:?}");
+        assert!(m.to.h as usize >= h * 3 / 4, "{m:?}");
+    }
+}
+
+/// A window of 60 rows dragged below a column of 1050 rows that scrolls: both moves are found,
+/// though only some of the changed rows vote.
+#[test]
+fn a_small_window_dragged_beside_a_tall_scroll_is_found() {
+    let (w, h) = (480, 1200);
+    let (prev, cur) = scrolled_column(w, h, true);
     let moves = Finder::default().find(&prev, &cur, w, &hashes_of(&prev, w), &hashes_of(&cur, w));
-    assert_eq!(moves.len(), 1, "{moves:?}");
-    let m = moves[0];
-    assert_eq!((m.dx, m.dy), (0, 13));
-    assert!(m.to.x <= 100 && m.to.x + m.to.w >= 250, "{m:?}");
-    assert!(m.to.h >= 150, "{m:?}");
+    let by = |d: (i32, i32)| moves.iter().find(|m| (m.dx, m.dy) == d);
+    assert!(by((0, 13)).is_some(), "{moves:?}");
+    let win = by((-5, -3)).unwrap_or_else(|| panic!("no window move in {moves:?}"));
+    assert!(win.to.h >= 50 && win.to.w >= 90, "{win:?}");
 }
 
 #[test]
