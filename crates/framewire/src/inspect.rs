@@ -35,11 +35,22 @@ pub fn render_report(r: &LatencyReport) -> String {
         stage("checksum", &r.checksum),
         stage("delta+compress", &r.delta_compress),
         stage("keyframe", &r.keyframe_compress),
+    ];
+    // Colour stages only while colour viewers were served (a grey server has none).
+    for (name, s) in [
+        ("colour planes", &r.colour_planes),
+        ("colour compress", &r.colour_compress),
+    ] {
+        if s.samples > 0 {
+            out.push(stage(name, s));
+        }
+    }
+    out.extend([
         stage("send", &r.send),
         "round trip and end to end (from the moment the source hands the picture over):".into(),
         stage("rtt", &r.rtt),
         stage("capture→applied", &r.end_to_end),
-    ];
+    ]);
     if r.viewers
         .iter()
         .any(|v| v.budget_bytes > 0 || v.transport_rtt_ms.is_some())

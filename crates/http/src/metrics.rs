@@ -125,6 +125,8 @@ fn mirror_figures(r: &Registry, mirror: &Mirror) -> Result<(), prometheus::Error
         ("checksum", &report.checksum),
         ("delta_compress", &report.delta_compress),
         ("keyframe_compress", &report.keyframe_compress),
+        ("colour_planes", &report.colour_planes),
+        ("colour_compress", &report.colour_compress),
         ("send", &report.send),
         ("rtt", &report.rtt),
         ("end_to_end", &report.end_to_end),

@@ -14,6 +14,8 @@ use framewire_codec::grey::PixelOrder;
 use framewire_codec::ingest::{Previous, Source};
 use framewire_codec::{EncodedKind, HostEncoder};
 use framewire_session::{FrameMeta, Payload, SourceFrame};
+use framewire_telemetry::clock::now_us;
+use framewire_telemetry::observe_us;
 use tracing::warn;
 
 use crate::mirror::Mirror;
@@ -80,6 +82,7 @@ impl ColourStage {
             .filter(|l| l.width == w && l.height == h * PLANES as u32)
             .cloned();
         let mut planes = self.pool.take(w as usize * h as usize * PLANES);
+        let planes_start = now_us();
         ingest_planes(
             Source::new(captured.bgra, PixelOrder::Bgra, w as usize),
             same_size.as_ref().map(|p| Previous {
@@ -91,6 +94,7 @@ impl ColourStage {
             &mut self.hashes,
         );
         let checksum = checksum_of_rows(&self.hashes);
+        let planes_end = now_us();
         let (enc, old) = match encoder.encode_hashed(
             planes.clone(),
             w as usize,
@@ -105,6 +109,8 @@ impl ColourStage {
             }
         };
         std::mem::swap(&mut self.hashes, &mut self.prev_hashes);
+        let times = (planes_end - planes_start, now_us() - planes_end);
+        record(m, times, self.payload.len());
         let is_delta = matches!(
             enc.kind,
             EncodedKind::Delta | EncodedKind::RowDelta | EncodedKind::RectDelta
@@ -161,5 +167,19 @@ impl ColourStage {
         f.follow(&prev);
         self.last = Some(f.clone());
         m.colour_frames.send_replace(Some(f));
+        crate::mirror::lock(&m.pipeline)
+            .colour_payload_bytes
+            .push(0.0);
     }
+}
+
+/// The colour stages' times (µs), in the recent windows and the histograms since start, and
+/// the frame's bytes.
+fn record(m: &Mirror, (planes_us, compress_us): (u64, u64), bytes: usize) {
+    let mut st = crate::mirror::lock(&m.pipeline);
+    st.colour_payload_bytes.push(bytes as f64);
+    st.colour_planes_us.push(planes_us as f64);
+    st.colour_compress_us.push(compress_us as f64);
+    observe_us(&m.stages.colour_planes, planes_us);
+    observe_us(&m.stages.colour_compress, compress_us);
 }

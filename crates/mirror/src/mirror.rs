@@ -86,6 +86,10 @@ pub struct PipelineStats {
     pub checksum_us: SampleWindow,
     pub delta_us: SampleWindow,
     pub keyframe_us: SampleWindow,
+    pub colour_planes_us: SampleWindow,
+    pub colour_compress_us: SampleWindow,
+    /// Bytes of each colour frame made (0 for an undamaged one).
+    pub colour_payload_bytes: SampleWindow,
     pub interval_jitter_us: SampleWindow,
     pub capture_times: SampleWindow,
     pub payload_bytes: SampleWindow,

@@ -44,6 +44,12 @@ pub struct LatencyReport {
     pub checksum: StageSummary,
     pub delta_compress: StageSummary,
     pub keyframe_compress: StageSummary,
+    /// Colour, while colour viewers are connected: the planes with their hashes and checksum,
+    /// then the frame's encoding (a delta or a keyframe).
+    #[serde(default)]
+    pub colour_planes: StageSummary,
+    #[serde(default)]
+    pub colour_compress: StageSummary,
     pub send: StageSummary,
     pub bytes_per_frame: f64,
     pub bandwidth_mbps: f64,

@@ -18,6 +18,10 @@ pub struct StageHistograms {
     pub checksum: Histogram,
     pub delta_compress: Histogram,
     pub keyframe_compress: Histogram,
+    /// Colour (while colour viewers are connected): the damaged rows split into planes
+    /// G, R − G, B − G with their hashes and the checksum, then the frame encoded.
+    pub colour_planes: Histogram,
+    pub colour_compress: Histogram,
     pub send: Histogram,
     pub rtt: Histogram,
     pub end_to_end: Histogram,
@@ -46,6 +50,8 @@ impl Default for StageHistograms {
             checksum: h("checksum"),
             delta_compress: h("delta_compress"),
             keyframe_compress: h("keyframe_compress"),
+            colour_planes: h("colour_planes"),
+            colour_compress: h("colour_compress"),
             send: h("send"),
             rtt: h("rtt"),
             end_to_end: h("end_to_end"),
