@@ -127,6 +127,18 @@ pub async fn fetch_report(path: &std::path::Path) -> anyhow::Result<LatencyRepor
     serde_json::from_str(json.trim()).context("parsing the server's report")
 }
 
+/// Writes `text` to stdout. A reader that went away (`framewire latency | head -3`) ends the
+/// command quietly and successfully, as command-line tools do, instead of a panic in
+/// `println!` (Rust ignores SIGPIPE, so the write fails with EPIPE).
+fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        r => Ok(r?),
+    }
+}
+
 pub async fn latency(a: LatencyArgs) -> anyhow::Result<()> {
     let path = match a.control_socket {
         Some(p) => p,
@@ -135,9 +147,9 @@ pub async fn latency(a: LatencyArgs) -> anyhow::Result<()> {
     loop {
         let r = fetch_report(&path).await?;
         if a.json {
-            println!("{}", serde_json::to_string(&r)?);
+            emit(&format!("{}\n", serde_json::to_string(&r)?))?;
         } else {
-            println!("{}\n", render_report(&r));
+            emit(&format!("{}\n\n", render_report(&r)))?;
         }
         if !a.watch {
             return Ok(());
@@ -155,7 +167,7 @@ pub async fn ctl(a: CtlArgs) -> anyhow::Result<()> {
         None => default_socket_path()?,
     };
     let reply = request(&path, &a.words.join(" ")).await?;
-    print!("{reply}");
+    emit(&reply)?;
     if reply.starts_with("ERR") {
         bail!("the server refused the command");
     }

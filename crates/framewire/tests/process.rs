@@ -1,5 +1,6 @@
 //! What the `framewire` process does for itself at start.
 
+use std::os::fd::FromRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -197,6 +198,23 @@ fn default_control_files_are_private_even_with_umask_000() {
         .env("XDG_RUNTIME_DIR", &xdg)
         .output()
         .unwrap();
+    // `framewire latency | head -1`: a reader that has gone ends it quietly, not in a panic.
+    let mut fds = [0; 2];
+    // SAFETY: a new pipe; its read end is closed at once, its write end handed to the child.
+    let write_end = unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        libc::close(fds[0]);
+        std::os::fd::OwnedFd::from_raw_fd(fds[1])
+    };
+    let latency = Command::new(exe)
+        .arg("latency")
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+        .wait_with_output()
+        .unwrap();
     // SAFETY: signalling the child we started.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let exit = child.wait().unwrap();
@@ -213,6 +231,12 @@ fn default_control_files_are_private_even_with_umask_000() {
         "OK running\n",
         "{}",
         String::from_utf8_lossy(&ctl.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&latency.stderr);
+    assert!(
+        latency.status.success() && stderr.is_empty(),
+        "latency into a closed pipe: {}: {stderr}",
+        latency.status
     );
     assert!(exit.success(), "{exit}");
     assert!(text.starts_with("status=stopped\n"), "{text}");
