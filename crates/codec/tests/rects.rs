@@ -226,6 +226,8 @@ proptest! {
         pic.decode_rects(BlockCodec::Raw, &out).unwrap();
         pic.apply();
         prop_assert!(pic.equals(&cur));
+        // The viewer's row hashes follow the rows it did not rehash.
+        prop_assert_eq!(pic.checksum(), picture_checksum(&cur, w));
     }
 
     #[test]
