@@ -33,8 +33,8 @@ pub const KEY_LEN: usize = 32;
 const MAX_ANCHORS_PER_ROW: usize = 48;
 /// Votes a displacement needs to be tried.
 const MIN_VOTES: u32 = 6;
-/// Changed rows of the new picture whose anchors vote, about: every other one, or every
-/// `changed / VOTING_ROWS`-th where more changed. On a live colour browser scroll (about 1,100
+/// Changed rows of the new picture whose anchors vote: every other one, or every
+/// `changed / VOTING_ROWS`-th where `3 × VOTING_ROWS` or more changed. On a live colour browser scroll (about 1,100
 /// changed rows) voting with every fifth row instead of every other took the finder from a
 /// quarter of the server's time to a sixth; bytes per changed picture on the corpus moved by
 /// under 1 % either way (browser scroll +0.9 %, glxgears −2.8 %).
@@ -303,7 +303,7 @@ impl Finder {
                 dy: plan.dy,
             }];
         }
-        self.compared.start(h);
+        self.compared.start(width, h);
         for y in (0..h).filter(|&y| prev_hashes[y] == cur_hashes[y]) {
             self.compared.set_span(y, None);
         }
@@ -325,7 +325,7 @@ impl Finder {
             }
             if let Some((m, fitted)) = self.grow(prev, cur, width, h, d) {
                 moves.push(m);
-                self.compared.push_fitted(fitted);
+                self.compared.push_move(m, fitted);
             }
         }
         // Larger moves first: where a smaller one overlaps (a window dragged over a scrolling
@@ -333,7 +333,7 @@ impl Finder {
         let mut order: Vec<usize> = (0..moves.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(moves[i].to.area()));
         self.compared.reorder(&order);
-        order.iter().map(|&i| moves[i]).collect()
+        self.compared.moves().to_vec()
     }
 
     /// What the last [`Finder::find`] compared in its plane: where changed rows differ from

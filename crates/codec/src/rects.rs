@@ -307,13 +307,20 @@ const UNKNOWN: (u32, u32) = (u32::MAX, 0);
 /// What finding the moves already compared in the first plane (see [`crate::motion`]), so that
 /// cutting patches need not compare it again: on a colour browser page scrolling beside a
 /// sidebar, comparing each moved row piece by piece was most of what patches cost.
+///
+/// It holds the pictures' width and the first plane's moves it was made with; a [`Reference`]
+/// whose width or first moves differ ignores it.
 #[derive(Debug, Default, Clone)]
 pub struct Compared {
+    width: usize,
     /// Per row of the first plane: the span where it differs from the old row at its place
-    /// (empty when equal), or [`UNKNOWN`].
+    /// (empty when equal; rows whose hashes are equal are recorded equal without comparing, as
+    /// everywhere hashes are trusted), or [`UNKNOWN`].
     spans: Vec<(u32, u32)>,
-    /// Per move of the first plane, in the moves' order: for each row of its rectangle from the
-    /// top, whether the whole row matched its source.
+    /// The first plane's moves, in their order.
+    moves: Vec<Move>,
+    /// Per move, in the same order: for each row of its rectangle from the top, whether the
+    /// whole row matched its source.
     fitted: Vec<Vec<bool>>,
 }
 
@@ -321,12 +328,14 @@ impl Compared {
     /// Nothing known.
     pub fn clear(&mut self) {
         self.spans.clear();
+        self.moves.clear();
         self.fitted.clear();
     }
 
-    /// `rows` rows of the first plane, none compared yet.
-    pub fn start(&mut self, rows: usize) {
+    /// `rows` rows of the first plane, `width` wide, none compared yet.
+    pub fn start(&mut self, width: usize, rows: usize) {
         self.clear();
+        self.width = width;
         self.spans.resize(rows, UNKNOWN);
     }
 
@@ -335,16 +344,28 @@ impl Compared {
         self.spans[y] = span.map_or((0, 0), |(a, b)| (a as u32, b as u32));
     }
 
-    /// The next move's rows that matched whole, from its top.
-    pub fn push_fitted(&mut self, rows: Vec<bool>) {
+    /// The next move, and its rows that matched whole, from its top.
+    pub fn push_move(&mut self, m: Move, rows: Vec<bool>) {
+        self.moves.push(m);
         self.fitted.push(rows);
     }
 
-    /// Puts the moves' rows in the order `order` gives (indexes into the order they were
-    /// pushed), as the moves are.
+    /// Puts the moves in the order `order` gives (indexes into the order they were pushed).
     pub fn reorder(&mut self, order: &[usize]) {
         let mut old = std::mem::take(&mut self.fitted);
         self.fitted = order.iter().map(|&i| std::mem::take(&mut old[i])).collect();
+        self.moves = order.iter().map(|&i| self.moves[i]).collect();
+    }
+
+    /// The first plane's moves, in the order found.
+    pub fn moves(&self) -> &[Move] {
+        &self.moves
+    }
+
+    /// Whether this describes pictures `width` wide whose moves begin with its own (nothing
+    /// known describes anything).
+    fn fits(&self, width: usize, moves: &[Move]) -> bool {
+        self.spans.is_empty() || (self.width == width && moves.starts_with(&self.moves))
     }
 
     /// Where row `y` differs from the old row at its place, if compared.
@@ -406,9 +427,14 @@ impl<'a> Reference<'a> {
     }
 
     /// What was compared already (the first plane's rows and moves come first in the
-    /// picture and in the moves).
+    /// picture and in the moves). Ignored when it was made for another width or other moves.
     pub fn with_compared(mut self, compared: Option<&'a Compared>) -> Self {
-        self.compared = compared;
+        let fits = compared.is_some_and(|c| c.fits(self.width, self.moves));
+        debug_assert!(
+            compared.is_none() || fits,
+            "what was compared is of other moves"
+        );
+        self.compared = compared.filter(|_| fits);
         self
     }
 
@@ -466,8 +492,8 @@ impl<'a> Reference<'a> {
         }
     }
 
-    /// Row `y` after the moves as pieces of the previous picture, left to right:
-    /// (x0, x1, where pixel x0 comes from in `prev`). `out` holds them; `spare` is scratch.
+    /// Row `y` after the moves as pieces of the previous picture, left to right (see
+    /// [`Piece`]). `out` holds them; `spare` is scratch.
     fn pieces(&self, y: usize, out: &mut Vec<Piece>, spare: &mut Vec<Piece>) {
         let w = self.width;
         out.clear();
@@ -642,8 +668,9 @@ pub struct Scratch {
 
 /// Encodes `cur` against `prev` (both `width` wide, with their row hashes) with `moves` into
 /// `out`; returns the plan and the codec its block is in (`codecs.dense` when it has predicted
-/// rectangles). Rows no move touches are compared by hash first; with `compared` (from the
-/// finder that found `moves`), what it compared is not compared again. With `predict` (the pictures'
+/// rectangles). Rows are compared by hash first (a moved row too, when every row it is made
+/// from has its hash); with `compared` (from the finder that found `moves`), what it compared
+/// is not compared again. With `predict` (the pictures'
 /// plane count; 0 for none), large patches of the first plane whose pixels predict from their
 /// neighbours in fewer bits than their XOR go as predicted rectangles.
 #[allow(clippy::too_many_arguments)]

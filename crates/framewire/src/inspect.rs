@@ -15,6 +15,18 @@ fn stage(name: &str, s: &StageSummary) -> String {
     )
 }
 
+/// KB per frame, grey and colour where each is made.
+fn frame_sizes(r: &LatencyReport) -> String {
+    let mut s = String::new();
+    if r.bytes_per_frame > 0.0 || r.colour_bytes_per_frame == 0.0 {
+        s += &format!("{:.1} KB/frame  ", r.bytes_per_frame / 1024.0);
+    }
+    if r.colour_bytes_per_frame > 0.0 {
+        s += &format!("colour {:.1} KB/frame  ", r.colour_bytes_per_frame / 1024.0);
+    }
+    s
+}
+
 pub fn render_report(r: &LatencyReport) -> String {
     let mut out = vec![
         format!(
@@ -22,11 +34,11 @@ pub fn render_report(r: &LatencyReport) -> String {
             r.source, r.resolution, r.fps, r.jitter_ms, r.clients
         ),
         format!(
-            "frames {}  unchanged {}  skipped {}  {:.1} KB/frame  {:.2} Mbit/s sent",
+            "frames {}  unchanged {}  skipped {}  {}{:.2} Mbit/s sent",
             r.total_frames,
             r.unchanged_frames,
             r.skipped_frames,
-            r.bytes_per_frame / 1024.0,
+            frame_sizes(r),
             r.bandwidth_mbps
         ),
         "host:".into(),
@@ -128,13 +140,13 @@ pub async fn fetch_report(path: &std::path::Path) -> anyhow::Result<LatencyRepor
 }
 
 /// Writes `text` to stdout. A reader that went away (`framewire latency | head -3`) ends the
-/// command quietly and successfully, as command-line tools do, instead of a panic in
-/// `println!` (Rust ignores SIGPIPE, so the write fails with EPIPE).
-fn emit(text: &str) -> anyhow::Result<()> {
+/// command quietly, as command-line tools do, instead of a panic in `println!` (Rust ignores
+/// SIGPIPE, so the write fails with EPIPE): successfully, unless `failed`.
+fn emit(text: &str, failed: bool) -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(failed as i32),
         r => Ok(r?),
     }
 }
@@ -147,9 +159,9 @@ pub async fn latency(a: LatencyArgs) -> anyhow::Result<()> {
     loop {
         let r = fetch_report(&path).await?;
         if a.json {
-            emit(&format!("{}\n", serde_json::to_string(&r)?))?;
+            emit(&format!("{}\n", serde_json::to_string(&r)?), false)?;
         } else {
-            emit(&format!("{}\n\n", render_report(&r)))?;
+            emit(&format!("{}\n\n", render_report(&r)), false)?;
         }
         if !a.watch {
             return Ok(());
@@ -167,8 +179,9 @@ pub async fn ctl(a: CtlArgs) -> anyhow::Result<()> {
         None => default_socket_path()?,
     };
     let reply = request(&path, &a.words.join(" ")).await?;
-    emit(&reply)?;
-    if reply.starts_with("ERR") {
+    let refused = reply.starts_with("ERR");
+    emit(&reply, refused)?;
+    if refused {
         bail!("the server refused the command");
     }
     Ok(())

@@ -202,7 +202,7 @@ fn default_control_files_are_private_even_with_umask_000() {
     let mut fds = [0; 2];
     // SAFETY: a new pipe; its read end is closed at once, its write end handed to the child.
     let write_end = unsafe {
-        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
         libc::close(fds[0]);
         std::os::fd::OwnedFd::from_raw_fd(fds[1])
     };

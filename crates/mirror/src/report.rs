@@ -69,10 +69,8 @@ fn build_report(mirror: &Mirror) -> LatencyReport {
         colour_planes: StageSummary::from_us(&p.colour_planes_us),
         colour_compress: StageSummary::from_us(&p.colour_compress_us),
         send: StageSummary::from_us(&lock(&mirror.send_us)),
-        // Grey frames' when grey is made, else colour frames' (a colour-only server).
-        bytes_per_frame: (p.payload_bytes.avg())
-            .or(p.colour_payload_bytes.avg())
-            .unwrap_or(0.0),
+        bytes_per_frame: p.payload_bytes.avg().unwrap_or(0.0),
+        colour_bytes_per_frame: p.colour_payload_bytes.avg().unwrap_or(0.0),
         bandwidth_mbps: bytes_sent as f64 * 8.0 / 1e6 / elapsed_s,
         rtt: StageSummary::from_us(&rtt),
         end_to_end: StageSummary::from_us(&e2e),

@@ -51,7 +51,11 @@ pub struct LatencyReport {
     #[serde(default)]
     pub colour_compress: StageSummary,
     pub send: StageSummary,
+    /// Grey frames' bytes (recent window).
     pub bytes_per_frame: f64,
+    /// Colour frames' bytes (recent window; 0 while no colour viewer is served).
+    #[serde(default)]
+    pub colour_bytes_per_frame: f64,
     pub bandwidth_mbps: f64,
     pub rtt: StageSummary,
     /// Capture timestamp → applied at the viewer, through the estimated clock offset.
