@@ -265,14 +265,30 @@ export class Picture {
     } else if (plan.moves.length > 0) {
       if (this.before.length !== this.data.length) this.before = new Uint8Array(this.data.length);
       this.before.set(this.data);
+      // A row is hashed again only when its pixels may have become something new. A whole
+      // row moved straight up or down takes its source's hash (its slot is still redrawn); a
+      // row a move straight up or down fills from an equal old row (the R − G and B − G rows
+      // of grey content: zeros) is unchanged. `hashes` holds, for a row not touched, the hash
+      // of the whole row it equals so far.
+      const old = this.hashes.slice();
+      const moved = new Uint8Array(h);
       for (const m of plan.moves) {
+        const whole = m.dx === 0 && m.to.x === 0 && m.to.w === w;
         for (let y = m.to.y; y < m.to.y + m.to.h; y++) {
           const to = this.slot(y) * w + m.to.x;
           const from = this.slot(y + m.dy) * w + m.to.x + m.dx;
           this.data.set(this.before.subarray(from, from + m.to.w), to);
-          touched[y] = 1;
+          const src = (y + m.dy) * 8;
+          if (whole) {
+            this.hashes.set(old.subarray(src, src + 8), y * 8);
+            touched[y] = 0;
+            moved[y] = 1;
+          } else if (m.dx !== 0 || !sameHash(old, src, this.hashes, y * 8)) {
+            touched[y] = 1;
+          }
         }
       }
+      for (let y = 0; y < h; y++) if (moved[y] && !touched[y]) this.dirty[this.slot(y)] = 1;
     }
     let off = 0;
     for (const r of plan.patches) {
@@ -491,4 +507,10 @@ export function xorInto(row: Uint8Array, x: Uint8Array): boolean {
     row[i]! ^= v;
   }
   return any !== 0;
+}
+
+/** Whether the 8-byte row hashes at `i` in `a` and `j` in `b` are equal. */
+function sameHash(a: Uint8Array, i: number, b: Uint8Array, j: number): boolean {
+  for (let k = 0; k < 8; k++) if (a[i + k] !== b[j + k]) return false;
+  return true;
 }
