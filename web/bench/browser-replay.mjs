@@ -4,22 +4,35 @@
 // apply, then draw with WebGL on SwiftShader), with every frame's checksum verified. The page
 // is the one the binary embeds, so two binaries compare two pages: run this once per binary,
 // in turn (`FRAMEWIRE_BIN=... node bench/browser-replay.mjs --input ../corpus/browser-scroll.fwrec`).
-// Run from web/ after `make build` (and `make corpus` for the recordings).
+// Run from web/ after `make build` (and `make corpus` for the recordings). The page keeps the
+// times of its last 300 frames: ask for more than 300 so that the first keyframe is not among
+// them.
 import { resolve } from "node:path";
 import { withServerAndBrowser } from "../tests/browser/harness.mjs";
 import { drawn } from "../tests/browser/pictures.mjs";
 
 const argv = process.argv.slice(2);
+const usage = "usage: node bench/browser-replay.mjs --input RECORDING.fwrec [--frames 400] [--grey] [--json]";
 const opt = (name, dflt) => {
   const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : dflt;
+  if (i < 0) return dflt;
+  const v = argv[i + 1];
+  if (v === undefined || v.startsWith("--")) {
+    console.error(`--${name} needs a value\n${usage}`);
+    process.exit(2);
+  }
+  return v;
 };
 const input = opt("input", null);
 if (!input) {
-  console.error("usage: node bench/browser-replay.mjs --input RECORDING.fwrec [--frames 400] [--grey] [--json]");
+  console.error(usage);
   process.exit(2);
 }
 const frames = Number(opt("frames", "400"));
+if (!Number.isInteger(frames) || frames < 1) {
+  console.error(`--frames: a whole number of frames, not ${opt("frames")}\n${usage}`);
+  process.exit(2);
+}
 const grey = argv.includes("--grey");
 
 const pct = (v, q) => {

@@ -427,7 +427,8 @@ impl<'a> Reference<'a> {
     }
 
     /// What was compared already (the first plane's rows and moves come first in the
-    /// picture and in the moves). Ignored when it was made for another width or other moves.
+    /// picture and in the moves). Ignored when it was made for another width or other moves
+    /// (a debug build asserts: that is a caller's mistake).
     pub fn with_compared(mut self, compared: Option<&'a Compared>) -> Self {
         let fits = compared.is_some_and(|c| c.fits(self.width, self.moves));
         debug_assert!(

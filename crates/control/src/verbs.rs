@@ -212,6 +212,14 @@ fn framewire_tuning(verb: &str, arg: Option<&str>, mirror: &Mirror) -> String {
 }
 
 /// `HEALTH`: `OK`, then the original's keys, then framewire's own.
+/// Grey frames' size, or colour frames' on a server that makes no grey.
+fn frame_size_kb(r: &framewire_telemetry::LatencyReport) -> f64 {
+    match r.bytes_per_frame {
+        0.0 => r.colour_bytes_per_frame / 1024.0,
+        grey => grey / 1024.0,
+    }
+}
+
 fn health(mirror: &Mirror) -> String {
     let r = mirror.report();
     let s = mirror.settings();
@@ -234,10 +242,7 @@ fn health(mirror: &Mirror) -> String {
         ("clients", r.clients.to_string()),
         ("total_frames", r.total_frames.to_string()),
         ("skipped_frames", r.skipped_frames.to_string()),
-        (
-            "frame_size_kb",
-            format!("{:.0}", r.bytes_per_frame / 1024.0),
-        ),
+        ("frame_size_kb", format!("{:.0}", frame_size_kb(&r))),
         ("bandwidth_mbps", format!("{:.2}", r.bandwidth_mbps)),
         ("grey_ms", format!("{:.1}", r.grey.avg)),
         ("compress_ms", format!("{:.1}", r.delta_compress.avg)),
@@ -307,6 +312,17 @@ mod tests {
         for (cmd, want) in table {
             assert_eq!(execute(cmd, s), format!("{want}\n"), "reply to {cmd:?}");
         }
+    }
+
+    #[test]
+    fn health_gives_colour_frames_size_when_no_grey_is_made() {
+        let mut r = framewire_telemetry::LatencyReport {
+            colour_bytes_per_frame: 4096.0,
+            ..Default::default()
+        };
+        assert_eq!(frame_size_kb(&r), 4.0);
+        r.bytes_per_frame = 2048.0;
+        assert_eq!(frame_size_kb(&r), 2.0, "grey's when grey is made");
     }
 
     #[test]

@@ -308,13 +308,25 @@ test("moves over rows that repeat: the picture, its checksum and the slots to re
   for (let round = 0; round < 300; round++) {
     const w = 8 + rnd(24);
     const h = 2 + rnd(20);
-    const before = new Uint8Array(w * h);
+    const key = new Uint8Array(w * h);
     for (let y = 0; y < h; y++) {
       const k = rnd(3);
-      for (let x = 0; x < w; x++) before[y * w + x] = pattern(k, x);
+      for (let x = 0; x < w; x++) key[y * w + x] = pattern(k, x);
     }
     const pic = new fw.Picture(w, h);
-    pic.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, before.length, before);
+    pic.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, key.length, key);
+    // The whole picture up one row: the ring's top moves, so rows and slots differ from here.
+    {
+      const sc = new Uint8Array(16);
+      const sv = new DataView(sc.buffer);
+      sv.setUint16(0, 1, true);
+      sv.setUint16(8, w, true);
+      sv.setUint16(10, h - 1, true);
+      sv.setInt16(14, 1, true);
+      pic.apply(fw.FrameFlags.RectDelta, fw.Codec.Raw, 0, sc);
+    }
+    assert.equal(pic.top, 1);
+    const before = Uint8Array.from(pic.rows());
     const moves = [];
     for (let i = 0, n = 1 + rnd(4); i < n; i++) {
       const whole = rnd(3) === 0;
@@ -326,14 +338,31 @@ test("moves over rows that repeat: the picture, its checksum and the slots to re
       const sy = rnd(h - mh + 1);
       moves.push({ x, y, w: mw, h: mh, dx: rnd(2) ? sx - x : 0, dy: sy - y });
     }
-    const payload = new Uint8Array(4 + moves.length * 12);
+    // Now and then a patch over what the moves left.
+    const patches = [];
+    for (let i = 0, n = rnd(3); i < n; i++) {
+      const pw = 1 + rnd(w);
+      const ph = 1 + rnd(h);
+      // Patches hold a picture's worth of pixels at most.
+      if (patches.reduce((a, p) => a + p.w * p.h, pw * ph) > w * h) break;
+      patches.push({ x: rnd(w - pw + 1), y: rnd(h - ph + 1), w: pw, h: ph });
+    }
+    const area = patches.reduce((a, p) => a + p.w * p.h, 0);
+    const xor = Uint8Array.from({ length: area }, () => (rnd(2) ? rnd(256) : 0));
+    const head = 4 + moves.length * 12 + patches.length * 8;
+    const payload = new Uint8Array(head + area);
     const v = new DataView(payload.buffer);
     v.setUint16(0, moves.length, true);
+    v.setUint16(2, patches.length, true);
     moves.forEach((m, i) => {
       [m.x, m.y, m.w, m.h].forEach((a, k) => v.setUint16(4 + i * 12 + k * 2, a, true));
       v.setInt16(4 + i * 12 + 8, m.dx, true);
       v.setInt16(4 + i * 12 + 10, m.dy, true);
     });
+    patches.forEach((p, i) => {
+      [p.x, p.y, p.w, p.h].forEach((a, k) => v.setUint16(4 + moves.length * 12 + i * 8 + k * 2, a, true));
+    });
+    payload.set(xor, head);
     // By the definition: every move reads the picture before the frame, in order.
     const expect = before.slice();
     for (const m of moves) {
@@ -342,9 +371,15 @@ test("moves over rows that repeat: the picture, its checksum and the slots to re
         expect.set(before.subarray(from, from + m.w), y * w + m.x);
       }
     }
+    let off = 0;
+    for (const p of patches) {
+      for (let y = p.y; y < p.y + p.h; y++) {
+        for (let x = p.x; x < p.x + p.w; x++) expect[y * w + x] ^= xor[off++];
+      }
+    }
     const slotsBefore = pic.data.slice();
     pic.dirty.fill(0);
-    pic.apply(fw.FrameFlags.RectDelta, fw.Codec.Raw, 0, payload);
+    pic.apply(fw.FrameFlags.RectDelta, fw.Codec.Raw, area, payload);
     assert.equal(hex(pic.rows()), hex(expect), `round ${round}`);
     const fresh = new fw.Picture(w, h);
     fresh.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, expect.length, expect);
