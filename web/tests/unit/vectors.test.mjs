@@ -243,6 +243,17 @@ function decodeNaive(before, w, ph, planes, rects, res) {
   return pic;
 }
 
+/** The whole picture up one row, as a moved-rectangle delta of one move. */
+function shiftUp(pic) {
+  const sc = new Uint8Array(16);
+  const sv = new DataView(sc.buffer);
+  sv.setUint16(0, 1, true);
+  sv.setUint16(8, pic.width, true);
+  sv.setUint16(10, pic.height - 1, true);
+  sv.setInt16(14, 1, true);
+  pic.apply(fw.FrameFlags.RectDelta, fw.Codec.Raw, 0, sc);
+}
+
 test("predicted rectangles on random headers match a naive decoder, through a scrolled ring", async () => {
   await fw.ready();
   let s = 12345;
@@ -278,14 +289,8 @@ test("predicted rectangles on random headers match a naive decoder, through a sc
     const pic = new fw.Picture(w, h);
     pic.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, before.length, before);
     if (h > 1) {
-      // The whole picture up 1 row: the ring's top moves, so rows are addressed through it.
-      const sc = new Uint8Array(16);
-      const sv = new DataView(sc.buffer);
-      sv.setUint16(0, 1, true);
-      sv.setUint16(8, w, true);
-      sv.setUint16(10, h - 1, true);
-      sv.setInt16(14, 1, true);
-      pic.apply(fw.FrameFlags.RectDelta, fw.Codec.Raw, 0, sc);
+      // The ring's top moves, so rows are addressed through it.
+      shiftUp(pic);
       assert.equal(pic.top, 1);
     }
     const expect = decodeNaive(pic.rows(), w, ph, planes, rects, res);
@@ -315,16 +320,8 @@ test("moves over rows that repeat: the picture, its checksum and the slots to re
     }
     const pic = new fw.Picture(w, h);
     pic.apply(fw.FrameFlags.Keyframe, fw.Codec.Raw, key.length, key);
-    // The whole picture up one row: the ring's top moves, so rows and slots differ from here.
-    {
-      const sc = new Uint8Array(16);
-      const sv = new DataView(sc.buffer);
-      sv.setUint16(0, 1, true);
-      sv.setUint16(8, w, true);
-      sv.setUint16(10, h - 1, true);
-      sv.setInt16(14, 1, true);
-      pic.apply(fw.FrameFlags.RectDelta, fw.Codec.Raw, 0, sc);
-    }
+    // The ring's top moves, so rows and slots differ from here.
+    shiftUp(pic);
     assert.equal(pic.top, 1);
     const before = Uint8Array.from(pic.rows());
     const moves = [];
