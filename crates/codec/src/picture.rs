@@ -338,25 +338,15 @@ impl Picture {
                     self.before.extend_from_slice(&self.store);
                     crate::rects::apply_moves(&mut self.store, &self.before, w, moves);
                 }
-                // Whole rows moved straight up or down keep their hashes. So does a row that a
-                // move straight up or down fills from an equal old row (the R − G and B − G
-                // rows of grey content: zeros), as the host's encoder assumes when it sends no
-                // patch there. Other rows are rehashed: on a browser page scrolling beside a
-                // sidebar in colour, hashing was half the viewer's time.
-                let whole_rows =
-                    |m: &crate::rects::Move| m.dx == 0 && m.to.x == 0 && m.to.w as usize == w;
-                let old = self.hashes.clone();
-                for m in moves {
-                    let rows = m.to.y as usize..(m.to.y + m.to.h) as usize;
-                    for y in rows {
-                        let from = old[(y as i64 + m.dy as i64) as usize];
-                        if whole_rows(m) {
-                            self.hashes[y] = from;
-                            touched[y] = false;
-                        } else if m.dx != 0 || from != self.hashes[y] {
-                            // (`hashes[y]`: the whole row it equals so far, unless touched.)
-                            touched[y] = true;
-                        }
+                // Rows whose hashes the moves tell keep them, as the host's encoder assumes
+                // where it sends no patch; the others are hashed again (on a browser page
+                // scrolling beside a sidebar in colour, hashing was half the viewer's time).
+                let mut after = Vec::new();
+                crate::rects::hashes_after_moves(&self.hashes, w, moves, &mut after);
+                for (y, known) in after.into_iter().enumerate() {
+                    match known {
+                        Some(k) => self.hashes[y] = k,
+                        None => touched[y] = true,
                     }
                 }
             }

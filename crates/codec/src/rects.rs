@@ -395,9 +395,6 @@ pub struct Reference<'a> {
     width: usize,
     moves: &'a [Move],
     moved: Vec<bool>,
-    /// For a row that is a whole old row moved straight up or down (and nothing else wrote
-    /// over it), that old row: its hash says whether it still matches.
-    whole: Vec<Option<usize>>,
     buf: Vec<u8>,
     compared: Option<&'a Compared>,
 }
@@ -406,21 +403,14 @@ impl<'a> Reference<'a> {
     pub fn new(prev: &'a [u8], width: usize, moves: &'a [Move]) -> Reference<'a> {
         let h = prev.len().checked_div(width).unwrap_or(0);
         let mut moved = vec![false; h];
-        let mut whole = vec![None; h];
         for m in moves {
-            let rows = m.to.y as usize..(m.to.y + m.to.h) as usize;
-            moved[rows.clone()].fill(true);
-            let full = m.dx == 0 && m.to.x == 0 && m.to.w as usize == width;
-            for y in rows {
-                whole[y] = full.then(|| (y as i64 + m.dy as i64) as usize);
-            }
+            moved[m.to.y as usize..(m.to.y + m.to.h) as usize].fill(true);
         }
         Reference {
             prev,
             width,
             moves,
             moved,
-            whole,
             buf: vec![0; width],
             compared: None,
         }
@@ -464,33 +454,6 @@ impl<'a> Reference<'a> {
     /// Whether a move writes into row `y`.
     pub fn moved(&self, y: usize) -> bool {
         self.moved[y]
-    }
-
-    /// Row `y` is known to equal `cur`'s from the hashes alone: untouched and its hash did not
-    /// change, or a whole old row moved here whose hash is this row's, or every old row its
-    /// pieces come from (by moves straight up or down) equals this row whole. The last is the
-    /// colour planes R − G and B − G of grey content (text, UI chrome): rows of zeros, which a
-    /// page scrolled beside a sidebar would otherwise compare byte by byte, two thirds of all
-    /// the comparing a colour delta did.
-    fn known_same(&self, y: usize, prev_hashes: &[u64], cur_hashes: &[u64]) -> bool {
-        let Some(&c) = cur_hashes.get(y) else {
-            return false;
-        };
-        match (self.moved[y], self.whole[y]) {
-            (false, _) => prev_hashes.get(y) == Some(&c),
-            (true, Some(s)) => prev_hashes.get(s) == Some(&c),
-            (true, None) => {
-                prev_hashes.get(y) == Some(&c)
-                    && self
-                        .moves
-                        .iter()
-                        .filter(|m| (m.to.y..m.to.y + m.to.h).contains(&(y as u32)))
-                        .all(|m| {
-                            let sy = (y as i64 + m.dy as i64) as usize;
-                            m.dx == 0 && prev_hashes.get(sy) == Some(&c)
-                        })
-            }
-        }
     }
 
     /// Row `y` after the moves as pieces of the previous picture, left to right (see
@@ -573,6 +536,35 @@ impl<'a> Reference<'a> {
     }
 }
 
+/// The hash of each row after `moves` (pictures `width` wide, in order, each reading the
+/// picture before them), where the old rows' hashes `old` alone tell it; `None` where the row
+/// must be compared or hashed:
+/// - a row no move writes keeps its hash;
+/// - a whole old row moved straight up or down brings its hash;
+/// - a move straight up or down that fills part of a row from an old row whose hash the row
+///   has so far leaves it as it was: the R − G and B − G rows of grey content (rows of zeros)
+///   under a page scrolled beside a sidebar, which were most of a colour delta's comparing
+///   and of a viewer's hashing.
+///
+/// The encoder sends no patch for a row whose hash this gives and the new row has, and the
+/// viewer does not hash such a row again: one rule on both sides.
+pub fn hashes_after_moves(old: &[u64], width: usize, moves: &[Move], out: &mut Vec<Option<u64>>) {
+    out.clear();
+    out.extend(old.iter().map(|&h| Some(h)));
+    for m in moves {
+        let whole = m.dx == 0 && m.to.x == 0 && m.to.w as usize == width;
+        let (y0, y1) = (m.to.y as usize, ((m.to.y + m.to.h) as usize).min(old.len()));
+        for (y, row) in out.iter_mut().enumerate().take(y1).skip(y0) {
+            let from = old.get((y as i64 + m.dy as i64) as usize).copied();
+            *row = match whole {
+                true => from,
+                false if m.dx == 0 && from.is_some() && *row == from => from,
+                false => None,
+            };
+        }
+    }
+}
+
 /// The patches that turn `reference` into `cur`: for each row that differs, the span from its
 /// first to its last differing pixel; consecutive rows with overlapping or nearby spans merge
 /// into one rectangle. With `hashes` (the old and new pictures' row hashes), rows the hashes
@@ -587,8 +579,16 @@ pub fn plan_patches(
     let mut out: Vec<Rect> = Vec::new();
     let mut open: Option<(usize, usize, usize, usize)> = None; // y0, rows, x0, x1
     let mut pieces = (Vec::new(), Vec::new());
+    // What the hashes alone say each row becomes (see [`hashes_after_moves`]).
+    let mut known = Vec::new();
+    if let Some((prev_hashes, _)) = hashes {
+        hashes_after_moves(prev_hashes, width, reference.moves, &mut known);
+    }
     for y in 0..h {
-        let same = hashes.is_some_and(|(p, c)| reference.known_same(y, p, c));
+        let same = match (known.get(y), hashes) {
+            (Some(&Some(k)), Some((_, cur_hashes))) => cur_hashes.get(y) == Some(&k),
+            _ => false,
+        };
         let span = if same {
             None
         } else {
