@@ -328,21 +328,22 @@ impl Picture {
                 crate::rows::shift_rows(&mut self.hashes, 1, m.dy);
             }
             moves => {
+                // Rows whose hashes the moves tell keep them, as the host's encoder assumes
+                // where it sends no patch; the others are hashed again (on a browser page
+                // scrolling beside a sidebar in colour, hashing was half the viewer's time).
+                // Rows a copy would leave as they are are not copied.
+                let (mut after, mut idle) = (Vec::new(), Vec::new());
+                crate::rects::moves_that_change(&self.hashes, w, moves, &mut after, &mut idle);
                 self.make_contiguous();
                 if crate::rects::independent(moves) {
                     // No move reads where another writes: each one in place, overlap-safe,
                     // without a copy of the whole picture first.
-                    crate::rects::apply_moves_in_place(&mut self.store, w, moves);
+                    crate::rects::apply_moves_in_place(&mut self.store, w, moves, Some(&idle));
                 } else {
                     self.before.clear();
                     self.before.extend_from_slice(&self.store);
-                    crate::rects::apply_moves(&mut self.store, &self.before, w, moves);
+                    crate::rects::apply_moves(&mut self.store, &self.before, w, moves, Some(&idle));
                 }
-                // Rows whose hashes the moves tell keep them, as the host's encoder assumes
-                // where it sends no patch; the others are hashed again (on a browser page
-                // scrolling beside a sidebar in colour, hashing was half the viewer's time).
-                let mut after = Vec::new();
-                crate::rects::hashes_after_moves(&self.hashes, w, moves, &mut after);
                 for (y, known) in after.into_iter().enumerate() {
                     match known {
                         Some(k) => self.hashes[y] = k,

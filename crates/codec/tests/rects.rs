@@ -151,7 +151,7 @@ proptest! {
             let plan = RectPlan { moves: vec![m], ..Default::default() };
             apply(&mut pic, &plan, &[]);
             let before = model.clone();
-            rects::apply_moves(&mut model, &before, w, &plan.moves);
+            rects::apply_moves(&mut model, &before, w, &plan.moves, None);
             prop_assert!(pic.equals(&model));
         }
         let clip = |x: u32, y: u32, rw: u32, rh: u32| Rect { x, y, w: rw.min(w as u32 - x), h: rh.min(h as u32 - y) };
@@ -178,7 +178,7 @@ proptest! {
         }
         apply(&mut pic, &plan, &data);
         let before = model.clone();
-        rects::apply_moves(&mut model, &before, w, &plan.moves);
+        rects::apply_moves(&mut model, &before, w, &plan.moves, None);
         rects::apply_patches(&mut model, w, &plan.patches, &data);
         prop_assert!(pic.equals(&model));
         prop_assert_eq!(pic.checksum(), picture_checksum(&model, w));
