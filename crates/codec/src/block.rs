@@ -2,7 +2,46 @@
 //! decoder is several times faster than pure-Rust ones on long zero runs, see anchors.md), zstd
 //! for links where bytes matter more than CPU, or raw.
 
+use std::cell::RefCell;
+
 use thiserror::Error;
+
+thread_local! {
+    /// zstd's compression context, kept per thread with its level. `zstd::bulk`'s one-shot
+    /// functions make a context for every call: on a colour browser page that was an
+    /// allocation of fresh pages, which the kernel zeroes, for every dense delta sent.
+    static ZSTD_COMPRESSOR: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
+        const { RefCell::new(None) };
+    /// The same for decompression, on the viewer's side.
+    static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { RefCell::new(None) };
+}
+
+/// Compresses `src` into `out` (empty, its capacity reserved) with this thread's context.
+fn zstd_compress(level: i32, src: &[u8], out: &mut Vec<u8>) -> std::io::Result<usize> {
+    ZSTD_COMPRESSOR.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.as_ref().map(|(l, _)| *l) != Some(level) {
+            *c = Some((level, zstd::bulk::Compressor::new(level)?));
+        }
+        let (_, z) = c.as_mut().expect("made above");
+        // Into `out`'s spare capacity: nothing is zeroed first.
+        z.compress_to_buffer(src, out)
+    })
+}
+
+/// Decompresses `src` into `dst` with this thread's context.
+fn zstd_decompress(src: &[u8], dst: &mut [u8]) -> std::io::Result<usize> {
+    ZSTD_DECOMPRESSOR.with(|d| {
+        let mut d = d.borrow_mut();
+        if d.is_none() {
+            *d = Some(zstd::bulk::Decompressor::new()?);
+        }
+        d.as_mut()
+            .expect("made above")
+            .decompress_to_buffer(src, dst)
+    })
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BlockCodec {
@@ -50,11 +89,10 @@ impl BlockCodec {
                 out.truncate(n);
             }
             BlockCodec::Zstd(level) => {
-                let bound = zstd::zstd_safe::compress_bound(src.len());
-                out.resize(bound, 0);
-                let n = zstd::bulk::compress_to_buffer(src, &mut out[..], level)
+                out.reserve(zstd::zstd_safe::compress_bound(src.len()));
+                let n = zstd_compress(level, src, out)
                     .map_err(|e| CodecError::Compress(e.to_string()))?;
-                out.truncate(n);
+                debug_assert_eq!(out.len(), n);
             }
         }
         Ok(())
@@ -75,8 +113,9 @@ impl BlockCodec {
                 lz4::block::decompress_to_buffer(src, Some(expected), dst)
                     .map_err(|e| CodecError::Corrupt(e.to_string()))?
             }
-            BlockCodec::Zstd(_) => zstd::bulk::decompress_to_buffer(src, dst)
-                .map_err(|e| CodecError::Corrupt(e.to_string()))?,
+            BlockCodec::Zstd(_) => {
+                zstd_decompress(src, dst).map_err(|e| CodecError::Corrupt(e.to_string()))?
+            }
         };
         if got != dst.len() {
             return Err(CodecError::WrongSize {
@@ -110,6 +149,31 @@ mod tests {
             let mut dst = vec![0u8; n];
             for c in [BlockCodec::Raw, BlockCodec::Lz4, BlockCodec::Zstd(1)] {
                 let _ = c.decompress(&junk, &mut dst);
+            }
+        }
+    }
+
+    /// The thread's zstd contexts carry nothing from one frame to the next: after a corrupt
+    /// payload, after a frame too large for its buffer, and across levels, each frame decodes
+    /// alone, and compresses to what a fresh context makes.
+    #[test]
+    fn zstd_contexts_kept_per_thread_start_each_frame_afresh() {
+        let a: Vec<u8> = (0..50_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let b: Vec<u8> = (0..20_000u32).map(|i| (i / 9) as u8).collect();
+        let mut z = Vec::new();
+        for level in [1, 3, 1] {
+            for data in [&a, &b] {
+                BlockCodec::Zstd(level).compress(data, &mut z).unwrap();
+                let fresh = zstd::bulk::compress(data, level).unwrap();
+                assert_eq!(z, fresh, "level {level}");
+                let mut dst = vec![0u8; data.len() - 1];
+                assert!(BlockCodec::Zstd(level).decompress(&z, &mut dst).is_err());
+                assert!(BlockCodec::Zstd(level)
+                    .decompress(&z[..z.len() / 2], &mut dst)
+                    .is_err());
+                let mut back = vec![0u8; data.len()];
+                BlockCodec::Zstd(level).decompress(&z, &mut back).unwrap();
+                assert_eq!(&back, data);
             }
         }
     }
