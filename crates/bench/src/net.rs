@@ -378,7 +378,7 @@ fn print_row(r: &CellResult) {
     );
     if c.transport == Transport::QuicDgram {
         println!(
-            "  datagrams: {} frames rebuilt with recovery shards, {} lost (too few shards); \
+            "  datagrams: {} frames rebuilt with recovery shards, {} lost (too few shards, or none came); \
              over the whole cell, the host made {} of its {} frames for this viewer alone",
             r.datagram_recovered, r.datagram_lost, r.host_rebased, r.host_frames
         );

@@ -26,11 +26,21 @@ const UNITS_QUEUED: usize = 16;
 pub enum Input {
     /// `n` bytes of the control stream, in the caller's buffer.
     Control(usize),
-    /// One frame's stream, whole, and when its last byte arrived (µs, [`now_us`]): a frame
-    /// that waited in the queue while the viewer was busy arrived before it was read.
-    Unit(Bytes, u64),
+    /// One frame's stream or datagrams, whole, and when its last byte arrived (µs, [`now_us`]):
+    /// a frame that waited in the queue while the viewer was busy arrived before it was read.
+    Unit(Arrived),
     /// The host closed the connection.
     Closed,
+}
+
+/// A frame unit as it arrived.
+pub struct Arrived {
+    pub bytes: Bytes,
+    /// When its last byte arrived (µs, [`now_us`]).
+    pub at: u64,
+    /// It came as datagrams after a frame that lost more datagrams than its recovery shards
+    /// make good ([`Reassembler::older_incomplete`]).
+    pub after_loss: bool,
 }
 
 pub enum Link {
@@ -42,7 +52,7 @@ pub struct QuicLink {
     conn: quinn::Connection,
     send: quinn::SendStream,
     recv: quinn::RecvStream,
-    units: mpsc::Receiver<(Bytes, u64)>,
+    units: mpsc::Receiver<Arrived>,
     /// What the datagram reader has put together, recovered and given up.
     shards: Arc<Mutex<ShardCounters>>,
     /// Kept so the endpoint lives as long as the link.
@@ -63,7 +73,7 @@ impl Link {
                     Ok(None) => Ok(Input::Closed),
                     Err(e) => Err(io::Error::other(e)),
                 },
-                u = q.units.recv() => Ok(u.map_or(Input::Closed, |(b, at)| Input::Unit(b, at))),
+                u = q.units.recv() => Ok(u.map_or(Input::Closed, Input::Unit)),
             },
         }
     }
@@ -130,7 +140,7 @@ pub async fn connect_quic(addr: &str, pin: Fingerprint) -> anyhow::Result<Link> 
 /// others are still taken.
 async fn accept_datagrams(
     conn: quinn::Connection,
-    tx: mpsc::Sender<(Bytes, u64)>,
+    tx: mpsc::Sender<Arrived>,
     counters: Arc<Mutex<ShardCounters>>,
 ) {
     let mut r = Reassembler::new(framewire_quic::shards::MAX_UNIT);
@@ -139,7 +149,12 @@ async fn accept_datagrams(
         *counters.lock().expect("shard counters") = r.counters();
         match got {
             Ok(Some(unit)) => {
-                if tx.send((Bytes::from(unit), now_us())).await.is_err() {
+                let unit = Arrived {
+                    bytes: Bytes::from(unit),
+                    at: now_us(),
+                    after_loss: r.older_incomplete(),
+                };
+                if tx.send(unit).await.is_err() {
                     return;
                 }
             }
@@ -153,14 +168,19 @@ async fn accept_datagrams(
 /// never holds up a newer one; a stream the host reset (superseded) is dropped. Each is
 /// stamped as it arrives whole: the host takes the time from there to the ACK as the
 /// viewer's, not the path's (the ACK's `recv_us`).
-async fn accept_units(conn: quinn::Connection, tx: mpsc::Sender<(Bytes, u64)>) {
+async fn accept_units(conn: quinn::Connection, tx: mpsc::Sender<Arrived>) {
     let limit = v1::DEFAULT_MAX_FRAME_BODY as usize + 256;
     while let Ok(mut s) = conn.accept_uni().await {
         let tx = tx.clone();
         tokio::spawn(async move {
             match s.read_to_end(limit).await {
                 Ok(b) => {
-                    let _ = tx.send((Bytes::from(b), now_us())).await;
+                    let unit = Arrived {
+                        bytes: Bytes::from(b),
+                        at: now_us(),
+                        after_loss: false,
+                    };
+                    let _ = tx.send(unit).await;
                 }
                 Err(e) => debug!(error = %e, "frame stream not read whole"),
             }

@@ -83,8 +83,8 @@ pub struct ViewerStats {
     /// picture stayed as it was.
     pub bases_missing: u64,
     /// Over QUIC, frames that came as datagrams and were rebuilt; of those, the ones that
-    /// needed recovery shards; and frames given up with too few shards (never shown; a frame
-    /// none of whose datagrams came is not seen at all).
+    /// needed recovery shards; and frames lost: given up with too few shards, or none of whose
+    /// datagrams came (told by the frame numbers that came after; never shown).
     pub datagram_frames: u64,
     pub datagram_recovered: u64,
     pub datagram_lost: u64,
@@ -385,14 +385,17 @@ async fn run_v1(
                 rc.bytes_arrived(now);
                 session.handle_bytes(now, &buf[..n]);
             }
-            Input::Unit(b, arrived) => {
-                rc.bytes_arrived(arrived);
-                session.handle_unit(arrived, &b);
+            Input::Unit(u) => {
+                rc.bytes_arrived(u.at);
+                match u.after_loss {
+                    true => session.handle_unit_after_loss(u.at, &u.bytes),
+                    false => session.handle_unit(u.at, &u.bytes),
+                }
                 if let Some(c) = sock.shard_counters().filter(|c| c.datagrams > 0) {
                     let mut s = lock(&stats);
                     s.datagram_frames = c.units;
                     s.datagram_recovered = c.recovered;
-                    s.datagram_lost = c.abandoned;
+                    s.datagram_lost = c.abandoned + c.vanished;
                 }
             }
         }

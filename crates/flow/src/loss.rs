@@ -27,9 +27,16 @@ pub const CLEAN_PACKETS: u64 = 1_000;
 /// And at least this long since the last loss (µs), for paths that send few packets (typing).
 pub const CLEAN_US: u64 = 2_000_000;
 
+/// Packets over which the recent loss rate is measured ([`LossWatch::recent_loss_permille`]).
+pub const RATE_WINDOW_PACKETS: u64 = 1_000;
+
 /// The transport's loss counters, watched. Fully deterministic: the caller passes the time.
 #[derive(Debug, Clone, Default)]
 pub struct LossWatch {
+    /// The counters when the window being measured began, and the rate of the last whole
+    /// window (‰).
+    window: Option<(u64, u64)>,
+    recent_permille: Option<u64>,
     /// The counters last reported: packets sent and declared lost, both since the start.
     reported: Option<(u64, u64)>,
     /// The last loss: when it was seen, and the packets sent by then.
@@ -49,7 +56,18 @@ impl LossWatch {
             self.unanswered = true;
         }
         self.reported = Some((sent, lost));
+        let (s0, l0) = *self.window.get_or_insert((sent, lost));
+        if sent.saturating_sub(s0) >= RATE_WINDOW_PACKETS {
+            self.recent_permille = Some(1000 * lost.saturating_sub(l0) / (sent - s0));
+            self.window = Some((sent, lost));
+        }
         new_loss
+    }
+
+    /// Packets lost per thousand sent over the last [`RATE_WINDOW_PACKETS`] or more (None
+    /// before that many were sent).
+    pub fn recent_loss_permille(&self) -> Option<u64> {
+        self.recent_permille
     }
 
     /// Whether the path has lost nothing lately (and the transport has said so at all).
@@ -83,6 +101,18 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000;
+
+    #[test]
+    fn the_recent_loss_rate_is_over_whole_windows() {
+        let mut w = LossWatch::default();
+        w.on_counters(0, 0, 0);
+        w.on_counters(999, 30, MS);
+        assert_eq!(w.recent_loss_permille(), None, "not a window yet");
+        w.on_counters(1_000, 30, 2 * MS);
+        assert_eq!(w.recent_loss_permille(), Some(30));
+        w.on_counters(2_500, 35, 3 * MS);
+        assert_eq!(w.recent_loss_permille(), Some(3));
+    }
 
     #[test]
     fn a_path_never_reported_is_not_taken_for_clean() {

@@ -45,6 +45,11 @@ pub trait Transport: Send {
     fn drops_superseded(&self) -> bool {
         false
     }
+    /// Frames go as datagrams with recovery shards: a lost packet loses no frame while its
+    /// frame's other datagrams make it good (`HostConfig::packets_made_good`).
+    fn makes_packets_good(&self) -> bool {
+        false
+    }
 }
 
 /// Everything in order on one byte stream.

@@ -61,6 +61,11 @@ const FINISHED_MEMORY: usize = 256;
 /// The largest shard the header's `shard_len: u16` can announce that is also even.
 const MAX_SHARD_LEN: usize = u16::MAX as usize & !1;
 
+/// Whether unit number `a` comes after `b` (numbers wrap: within half the range).
+fn newer(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
 /// Why a unit could not be split, or a datagram was refused.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ShardError {
@@ -258,6 +263,9 @@ pub struct ShardCounters {
     /// Units dropped incomplete: [`MAX_PENDING`] newer ones had started (or, not expected,
     /// the codec refused to decode it; `push` then returns the error).
     pub abandoned: u64,
+    /// Units of which no datagram came: a newer number arrived, and in [`MAX_PENDING`] more
+    /// units none of theirs (a sender numbers units one by one).
+    pub vanished: u64,
     /// Shards of a unit already put together or abandoned. Without loss these are the
     /// recovery shards that arrive after their unit's originals: expected, not a fault.
     pub late: u64,
@@ -334,6 +342,14 @@ pub struct Reassembler {
     /// Frame numbers put together or abandoned, the last [`FINISHED_MEMORY`] of them.
     finished: VecDeque<u32>,
     started: u64,
+    /// The age (`started`) and number of the unit put together last.
+    last_whole: Option<(u64, u32)>,
+    /// The newest unit number started.
+    highest: Option<u32>,
+    /// Numbers passed over (no datagram of theirs came before a newer number's), with the
+    /// count of units started when that was seen; forgotten (counted `vanished`) after
+    /// [`MAX_PENDING`] more, or when one of theirs comes after all.
+    skipped: VecDeque<(u32, u64)>,
     counters: ShardCounters,
 }
 
@@ -346,6 +362,9 @@ impl Reassembler {
             pending: VecDeque::with_capacity(MAX_PENDING),
             finished: VecDeque::with_capacity(FINISHED_MEMORY),
             started: 0,
+            last_whole: None,
+            highest: None,
+            skipped: VecDeque::with_capacity(MAX_PENDING),
             counters: ShardCounters::default(),
         }
     }
@@ -400,6 +419,7 @@ impl Reassembler {
         let Some(p) = self.pending.remove(at) else {
             return Ok(None);
         };
+        self.last_whole = Some((p.started, p.frame));
         self.finish(p.frame);
         match p.assemble() {
             Ok((unit, recovered)) => {
@@ -412,6 +432,21 @@ impl Reassembler {
                 Err(e)
             }
         }
+    }
+
+    /// Whether a unit before the one put together last is missing: one that started before it
+    /// and is still incomplete, or a number before its own of which no datagram came. A sender
+    /// sends a unit's shards together, before the next unit's, and numbers units one by one,
+    /// so that unit has most likely lost more shards than its recovery shards make good, or
+    /// all of them. A viewer takes it that a frame naming a base it does not hold names that
+    /// lost one, and says so at once instead of waiting for the base
+    /// (`ViewerSession::handle_unit_after_loss`).
+    pub fn older_incomplete(&self) -> bool {
+        let Some((age, frame)) = self.last_whole else {
+            return false;
+        };
+        self.pending.iter().any(|p| p.started < age)
+            || self.skipped.iter().any(|&(f, _)| newer(frame, f))
     }
 
     /// What was done with the datagrams so far.
@@ -483,6 +518,7 @@ impl Reassembler {
     fn start(&mut self, header: Header) -> usize {
         let now = self.started;
         self.started += 1;
+        self.note_number(header.frame, now);
         while let Some(oldest) = self.pending.front() {
             if oldest.started + MAX_PENDING as u64 > now {
                 break;
@@ -502,6 +538,36 @@ impl Reassembler {
             recovery_held: 0,
         });
         self.pending.len() - 1
+    }
+
+    /// Keeps track of the numbers passed over as unit `frame` starts, `now` units in.
+    fn note_number(&mut self, frame: u32, now: u64) {
+        while let Some(&(_, seen)) = self.skipped.front() {
+            if seen + MAX_PENDING as u64 > now {
+                break;
+            }
+            self.skipped.pop_front();
+            self.counters.vanished += 1;
+        }
+        match self.highest {
+            Some(h) if newer(frame, h) => {
+                // Only the last MAX_PENDING numbers passed over are kept: older ones would be
+                // forgotten before the next unit anyway.
+                let gap = frame.wrapping_sub(h) - 1;
+                let kept = gap.min(MAX_PENDING as u32);
+                self.counters.vanished += u64::from(gap - kept);
+                for k in gap - kept..gap {
+                    if self.skipped.len() == MAX_PENDING {
+                        self.skipped.pop_front();
+                        self.counters.vanished += 1;
+                    }
+                    self.skipped.push_back((h.wrapping_add(1 + k), now));
+                }
+                self.highest = Some(frame);
+            }
+            Some(_) => self.skipped.retain(|&(f, _)| f != frame),
+            None => self.highest = Some(frame),
+        }
     }
 
     fn finish(&mut self, frame: u32) {
@@ -830,6 +896,7 @@ mod tests {
         // Original 0 and both recovery shards lost: one more than can be repaired.
         assert!(push_all(&mut r, &sent[1..originals]).is_empty());
         assert_eq!(r.counters().units, 0);
+        assert!(!r.older_incomplete(), "nothing whole yet to be older than");
 
         for frame in 1..=MAX_PENDING as u32 {
             let newer = make_unit(u64::from(frame), 3000);
@@ -839,6 +906,13 @@ mod tests {
             );
             let expect = u64::from(frame == MAX_PENDING as u32);
             assert_eq!(r.counters().abandoned, expect, "after {frame} newer units");
+            // Until it is abandoned, the unit that lost too much is older than each newer one
+            // put together.
+            assert_eq!(
+                r.older_incomplete(),
+                expect == 0,
+                "after {frame} newer units"
+            );
         }
         // What still comes for it is late, and does not start it again.
         assert_eq!(r.push(&sent[0]), Ok(None));
@@ -847,6 +921,67 @@ mod tests {
         let c = r.counters();
         assert_eq!(c.late, 2 + 2 * MAX_PENDING as u64); // plus each newer unit's recovery shards
         assert_eq!(c.units, MAX_PENDING as u64);
+    }
+
+    /// A unit that only started before the last one put together, and is still coming (its
+    /// shards overtaken), counts as incomplete too; one that started after does not.
+    #[test]
+    fn only_units_older_than_the_last_whole_one_count_as_incomplete() {
+        let mut r = Reassembler::new(1 << 20);
+        let (a, b, c) = (make_unit(1, 5000), make_unit(2, 5000), make_unit(3, 5000));
+        let (sa, sb, sc) = (
+            split_vec(1, &a, 1200),
+            split_vec(2, &b, 1200),
+            split_vec(3, &c, 1200),
+        );
+        assert_eq!(r.push(&sa[0]), Ok(None));
+        assert_eq!(push_all(&mut r, &sb), vec![b]);
+        assert!(r.older_incomplete());
+        assert_eq!(push_all(&mut r, &sa[1..]), vec![a]);
+        assert!(!r.older_incomplete());
+        assert_eq!(r.push(&sc[0]), Ok(None));
+        assert!(
+            !r.older_incomplete(),
+            "a newer unit still coming is not a loss"
+        );
+    }
+
+    /// A number passed over, none of whose datagrams came, is a missing unit older than the
+    /// next one put together, until one of its datagrams comes after all, or MAX_PENDING more
+    /// units have started (then it is counted as vanished).
+    #[test]
+    fn a_unit_none_of_whose_datagrams_came_is_missing() {
+        let mut r = Reassembler::new(1 << 20);
+        let units: Vec<Vec<u8>> = (0..4).map(|i| make_unit(i, 3000)).collect();
+        let sent: Vec<Vec<Bytes>> = (0..4)
+            .map(|i| split_vec(i as u32, &units[i], 1200))
+            .collect();
+        assert_eq!(push_all(&mut r, &sent[0]), vec![units[0].clone()]);
+        assert_eq!(push_all(&mut r, &sent[2]), vec![units[2].clone()]);
+        assert!(r.older_incomplete(), "unit 1 never came");
+        assert_eq!(push_all(&mut r, &sent[1]), vec![units[1].clone()]);
+        assert!(!r.older_incomplete(), "it came late");
+        assert_eq!(push_all(&mut r, &sent[3]), vec![units[3].clone()]);
+        assert!(!r.older_incomplete());
+        for frame in 5..5 + MAX_PENDING as u32 {
+            let u = make_unit(u64::from(frame), 3000);
+            assert_eq!(push_all(&mut r, &split_vec(frame, &u, 1200)), vec![u]);
+            assert!(r.older_incomplete(), "unit 4 never came (at {frame})");
+        }
+        assert_eq!(r.counters().vanished, 0);
+        let u = make_unit(99, 3000);
+        let n = 5 + MAX_PENDING as u32;
+        assert_eq!(push_all(&mut r, &split_vec(n, &u, 1200)), vec![u]);
+        assert!(!r.older_incomplete(), "forgotten after MAX_PENDING units");
+        assert_eq!(r.counters().vanished, 1);
+        // Numbers wrap.
+        let mut r = Reassembler::new(1 << 20);
+        for frame in [u32::MAX - 1, 1] {
+            let u = make_unit(u64::from(frame), 3000);
+            assert_eq!(push_all(&mut r, &split_vec(frame, &u, 1200)), vec![u]);
+        }
+        assert!(r.older_incomplete(), "u32::MAX and 0 never came");
+        assert_eq!(r.skipped.len(), 2);
     }
 
     #[test]

@@ -335,6 +335,10 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
         true
     }
 
+    fn makes_packets_good(&self) -> bool {
+        self.datagrams.is_some()
+    }
+
     fn path(&self) -> Option<PathFigures> {
         let s = self.link.quic().stats();
         Some(PathFigures {

@@ -40,6 +40,17 @@ const RETAINED: usize = 16;
 /// (µs; half a capture interval at 60 fps), else it gets the next frame made for it alone.
 pub const CATCH_UP_WITHIN_US: u64 = 8_000;
 
+/// After a frame lost whole on a path whose lost packets are made good
+/// ([`HostConfig::packets_made_good`]), deltas go against the acknowledged picture for this
+/// long (µs), as after a lost packet on a path that does not make them good
+/// (`framewire_flow`'s `CLEAN_US`).
+pub const FRAMES_CLEAN_US: u64 = 2_000_000;
+/// Up to this loss rate (‰ of the packets QUIC sent, over its last thousand or more) lost
+/// packets made good leave deltas chained. Beyond, the path is taken as lossy as any other:
+/// at 5 % loss and an 80 ms round trip, chained deltas stalled the picture for 140–220 ms in
+/// two runs of three (BENCHMARKS.md, "Chained deltas where lost packets are made good").
+pub const MADE_GOOD_LOSS_PERMILLE: u64 = 20;
+
 /// How the host treats this viewer.
 #[derive(Debug, Clone)]
 pub struct HostConfig {
@@ -63,6 +74,12 @@ pub struct HostConfig {
     /// reliable byte stream (TCP, a WebSocket) every frame arrives in order, so deltas go against
     /// the picture sent before: the delta every such viewer shares, and smaller.
     pub frames_may_be_lost: bool,
+    /// Frames cross as datagrams with recovery shards (QUIC, `serve --quic-frames
+    /// datagrams`): a lost packet loses no frame, as long as its frame's other datagrams make
+    /// it good. Such a path counts as clean for chaining deltas while no frame was lost whole
+    /// lately (the viewer reported a missing base), whatever packets were lost; the viewer
+    /// reports a frame after a lost one at once.
+    pub packets_made_good: bool,
 }
 
 /// What the viewer sends, in its protocol.
@@ -200,6 +217,10 @@ struct Retained {
     /// ACK's due time. Then they chain on the frame sent before.
     prefer_acknowledged: bool,
     path: LossWatch,
+    /// Frames cross as datagrams made good by recovery shards
+    /// ([`HostConfig::packets_made_good`]); then when a frame was last lost whole.
+    packets_made_good: bool,
+    frame_lost_at: Option<u64>,
     /// The seq of the last frame planned when the transport last counted a loss.
     loss_before: u64,
     rebase_cost: RebaseCost,
@@ -331,6 +352,7 @@ impl<W: Wire> HostSession<W> {
             done: false,
             bases: Retained {
                 prefer_acknowledged: cfg.frames_may_be_lost,
+                packets_made_good: cfg.packets_made_good,
                 moved: Arc::new(Mutex::new(moved)),
                 ..Retained::default()
             },
@@ -401,6 +423,15 @@ impl<W: Wire> HostSession<W> {
             // calls for a delta made for this viewer alone; a large frame still crossing,
             // or an ACK late because the viewer is busy applying, does not.
             b.path.settled() || !self.flow.ack_overdue(now)
+        } else if b.packets_made_good
+            && b.path.recent_loss_permille().unwrap_or(0) <= MADE_GOOD_LOSS_PERMILLE
+        {
+            // Lost packets cost no frame here: only a frame lost whole (or an ACK overdue,
+            // which is what a lost frame looks like first) makes the path lossy.
+            let whole = b
+                .frame_lost_at
+                .is_none_or(|t| now.saturating_sub(t) >= FRAMES_CLEAN_US);
+            whole && self.flow.keeping_up(now)
         } else {
             b.path.clean(now) && self.flow.keeping_up(now)
         };
@@ -666,6 +697,8 @@ impl<W: Wire> HostSession<W> {
                     // it while it is crossing: that repair covers them.
                     if seq >= self.bases.repaired_at && !self.bases.repair_covers(seq, now) {
                         self.events.push_back(Event::Count(HostCount::BaseMissing));
+                        self.bases.frame_lost_at = Some(now);
+                        self.refresh_path(now);
                         if seq == self.bases.repaired_at && self.bases.acknowledged.is_some() {
                             // The repair itself, made against the picture the viewer
                             // acknowledged, found no base: the viewer no longer holds that

@@ -128,8 +128,10 @@ pub struct ViewerSession {
     newest: Option<u64>,
     stale: u64,
     waiting: Vec<Waiting>,
-    /// Units fed and not yet taken in (they are, one at a time, as events are polled).
-    units: VecDeque<(u64, Vec<Packet>)>,
+    /// Units fed and not yet taken in (they are, one at a time, as events are polled): when
+    /// each arrived, its packets, and whether it came after a lost frame
+    /// ([`ViewerSession::handle_unit_after_loss`]).
+    units: VecDeque<(u64, Vec<Packet>, bool)>,
     /// Recent pictures by checksum, newest last (named bases).
     kept: VecDeque<(u64, Saved)>,
     /// How many pictures are kept: [`KEPT`], or none while every frame arrives in order
@@ -221,6 +223,19 @@ impl ViewerSession {
     /// as QUIC carries them), at `recv_us`. Their packets are handled before any bytes
     /// already fed with [`ViewerSession::handle_bytes`] that are not yet polled.
     pub fn handle_unit(&mut self, recv_us: u64, data: &[u8]) {
+        self.feed_unit(recv_us, data, false);
+    }
+
+    /// As [`ViewerSession::handle_unit`], for a unit the transport knows came after a frame
+    /// that was lost (QUIC datagrams: an older frame lost more datagrams than its recovery
+    /// shards make good). Should it name a base not held, that base is most likely the lost
+    /// frame: it is reported missing at once, not waited for ([`BASE_WAIT_US`]), so the host's
+    /// repair starts a round trip or two sooner.
+    pub fn handle_unit_after_loss(&mut self, recv_us: u64, data: &[u8]) {
+        self.feed_unit(recv_us, data, true);
+    }
+
+    fn feed_unit(&mut self, recv_us: u64, data: &[u8], after_loss: bool) {
         let mut d = v1::Decoder::new(v1::DEFAULT_MAX_FRAME_BODY);
         d.feed(data);
         let mut packets = Vec::new();
@@ -238,12 +253,12 @@ impl ViewerSession {
             self.units.pop_front();
             self.stale += 1;
         }
-        self.units.push_back((recv_us, packets));
+        self.units.push_back((recv_us, packets, after_loss));
     }
 
-    /// Takes in one unit: drops it when overtaken, holds it when its base has not arrived,
-    /// else handles it.
-    fn take_unit(&mut self, recv_us: u64, packets: Vec<Packet>) {
+    /// Takes in one unit: drops it when overtaken, holds it when its base has not arrived
+    /// (unless it came after a lost frame: then its base is reported missing), else handles it.
+    fn take_unit(&mut self, recv_us: u64, packets: Vec<Packet>, after_loss: bool) {
         // A unit overtaken by a newer frame is dropped whole: its stream description too,
         // which would otherwise reset the picture the newer frames built.
         let seq = packets.iter().find_map(|p| match p {
@@ -266,8 +281,12 @@ impl ViewerSession {
             // slower stream): wait.
             (Some(seq), Some(base)) if self.sum != Some(base) && !self.holds(base) => {
                 let rtt = self.offset.min_rtt_us().unwrap_or(0);
+                let wait = match after_loss {
+                    true => 0,
+                    false => BASE_WAIT_US.max(BASE_WAIT_RTTS * rtt),
+                };
                 self.waiting.push(Waiting {
-                    until: recv_us + BASE_WAIT_US.max(BASE_WAIT_RTTS * rtt),
+                    until: recv_us + wait,
                     recv_us,
                     seq,
                     base,
@@ -386,8 +405,8 @@ impl ViewerSession {
             // unit cannot be told overtaken (on QUIC the Welcome comes on the control stream,
             // and a loss there lets the first frames' streams come first).
             if self.welcomed {
-                if let Some((recv_us, packets)) = self.units.pop_front() {
-                    self.take_unit(recv_us, packets);
+                if let Some((recv_us, packets, after_loss)) = self.units.pop_front() {
+                    self.take_unit(recv_us, packets, after_loss);
                     continue;
                 }
             }

@@ -19,6 +19,7 @@ use framewire_flow::InflightLimit;
 use framewire_flow::Plan;
 use framewire_proto::v1::AckStatus;
 use framewire_proto::v1::{self, caps};
+use framewire_session::viewer::BASE_WAIT_US;
 use framewire_session::{
     negotiate, HostConfig, HostSession, SourceFrame, V1Wire, ViewerEvent, ViewerHello,
     ViewerReader, ViewerSession,
@@ -118,6 +119,11 @@ struct Outcome {
 }
 
 fn host(viewer_caps: u32) -> HostSession<V1Wire> {
+    host_on(viewer_caps, false)
+}
+
+/// A host whose transport makes lost packets good (`packets_made_good`) or not.
+fn host_on(viewer_caps: u32, packets_made_good: bool) -> HostSession<V1Wire> {
     let n = negotiate(v1::Codec::Lz4, viewer_caps, caps::ALL);
     assert!(n.named_bases);
     let cfg = HostConfig {
@@ -127,6 +133,7 @@ fn host(viewer_caps: u32) -> HostSession<V1Wire> {
         control: false,
         drops_superseded: false,
         frames_may_be_lost: true,
+        packets_made_good,
         initial: vec![],
     };
     let dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
@@ -675,6 +682,109 @@ fn frames_that_come_before_the_welcome_wait_for_it() {
     assert_eq!(shown, [(1, true)], "the older keyframe must be dropped");
     assert!(viewer.picture().equals(&k1.grey));
     assert_eq!(viewer.stale_frames(), 1);
+}
+
+/// A delta chained on a frame that was lost waits for that base for a while (it may be on a
+/// stream still crossing); one the transport says came after a lost frame (datagrams) is
+/// reported missing at once, so the host repairs it a round trip or two sooner.
+#[test]
+fn a_frame_after_a_lost_one_is_reported_missing_at_once() {
+    for after_loss in [false, true] {
+        let mut host = host(caps::ALL);
+        set_clock(1_000);
+        // A path that has lost nothing: frames chain on the one sent before.
+        host.on_path_counters(100, 0, now());
+        let mut src = Source::new();
+        let mut units = Vec::new();
+        for _ in 0..3 {
+            let f = src.frame(now(), false);
+            let (_, u) = offer(&mut host, &f);
+            units.extend(u);
+        }
+        assert_eq!(units.len(), 3);
+        let mut viewer = welcomed_viewer(now());
+        while viewer.poll_event().is_some() {}
+        // The keyframe comes; the first delta is lost; the second names it.
+        viewer.handle_unit(now(), &units[0]);
+        match after_loss {
+            true => viewer.handle_unit_after_loss(now(), &units[2]),
+            false => viewer.handle_unit(now(), &units[2]),
+        }
+        let shown = |v: &mut ViewerSession| -> Vec<(u64, bool)> {
+            std::iter::from_fn(|| v.poll_event())
+                .filter_map(|e| match e {
+                    ViewerEvent::Shown(s) => Some((s.seq, s.base_missing)),
+                    _ => None,
+                })
+                .collect()
+        };
+        match after_loss {
+            true => assert_eq!(shown(&mut viewer), [(0, false), (2, true)]),
+            false => {
+                assert_eq!(shown(&mut viewer), [(0, false)], "held for its base");
+                set_clock(now() + BASE_WAIT_US);
+                viewer.handle_timeout(now());
+                assert_eq!(shown(&mut viewer), [(2, true)]);
+            }
+        }
+    }
+}
+
+/// Where the transport makes lost packets good (datagrams with recovery shards), lost packets
+/// leave deltas chained on the frame sent before; a frame the viewer reports lost whole brings
+/// the acknowledged picture back, for `FRAMES_CLEAN_US`, and so does a loss rate above
+/// `MADE_GOOD_LOSS_PERMILLE`. Where it does not make them good, the lost packets alone do.
+#[test]
+fn lost_packets_made_good_keep_deltas_chained_until_a_frame_is_lost() {
+    for made_good in [false, true] {
+        let mut host = host_on(caps::ALL, made_good);
+        set_clock(1_000);
+        host.on_path_counters(100, 0, now());
+        let mut src = Source::new();
+        let (key, _) = offer(&mut host, &src.frame(now(), false));
+        assert!(matches!(key, Plan::Keyframe { .. }));
+        ack_at(&mut host, now(), 0, AckStatus::Applied);
+        // Frame 1 is in flight when the transport counts lost packets.
+        let (first, _) = offer(&mut host, &src.frame(now(), false));
+        assert_eq!(first, Plan::Delta);
+        set_clock(now() + 16_000);
+        host.on_path_counters(200, 5, now());
+        let (second, _) = offer(&mut host, &src.frame(now(), false));
+        match made_good {
+            true => assert_eq!(second, Plan::Delta, "chained on frame 1"),
+            false => assert!(matches!(second, Plan::Rebased { .. }), "{second:?}"),
+        }
+        if !made_good {
+            continue;
+        }
+        // Frame 2 lost whole: the viewer reports frame 3's base missing.
+        let (third, _) = offer(&mut host, &src.frame(now(), false));
+        assert_eq!(third, Plan::Delta);
+        ack_at(&mut host, now(), 1, AckStatus::Applied);
+        ack_at(&mut host, now(), 3, AckStatus::BaseMissing);
+        let (repair, _) = offer(&mut host, &src.frame(now(), false));
+        assert!(matches!(repair, Plan::Rebased { .. }), "{repair:?}");
+        ack_at(&mut host, now(), 4, AckStatus::Applied);
+        // Lossy for a while, then chained again.
+        set_clock(now() + 16_000);
+        host.on_path_counters(300, 5, now());
+        offer(&mut host, &src.frame(now(), false));
+        let (still, _) = offer(&mut host, &src.frame(now(), false));
+        assert!(matches!(still, Plan::Rebased { .. }), "{still:?}");
+        ack_at(&mut host, now(), 5, AckStatus::Applied);
+        ack_at(&mut host, now(), 6, AckStatus::Applied);
+        set_clock(now() + framewire_session::host::FRAMES_CLEAN_US);
+        host.on_path_counters(400, 5, now());
+        offer(&mut host, &src.frame(now(), false));
+        let (again, _) = offer(&mut host, &src.frame(now(), false));
+        assert_eq!(again, Plan::Delta, "chained again");
+        ack_at(&mut host, now(), 7, AckStatus::Applied);
+        // Losing more than MADE_GOOD_LOSS_PERMILLE of a thousand packets: lossy as any path.
+        set_clock(now() + 16_000);
+        host.on_path_counters(1_400, 60, now());
+        let (lossy, _) = offer(&mut host, &src.frame(now(), false));
+        assert!(matches!(lossy, Plan::Rebased { .. }), "{lossy:?}");
+    }
 }
 
 /// A repair made against the picture the viewer acknowledged that comes back with a missing
