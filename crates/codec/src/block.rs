@@ -9,7 +9,9 @@ use thiserror::Error;
 thread_local! {
     /// zstd's compression context, kept per thread with its level. `zstd::bulk`'s one-shot
     /// functions make a context for every call: on a colour browser page that was an
-    /// allocation of fresh pages, which the kernel zeroes, for every dense delta sent.
+    /// allocation of fresh pages, which the kernel zeroes, for every dense delta sent. Each
+    /// thread that compresses keeps one until it exits (the capture loop's, and tokio's
+    /// blocking threads making deltas for one viewer, which exit when idle).
     static ZSTD_COMPRESSOR: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
         const { RefCell::new(None) };
     /// The same for decompression, on the viewer's side.
@@ -153,11 +155,11 @@ mod tests {
         }
     }
 
-    /// The thread's zstd contexts carry nothing from one frame to the next: after a corrupt
-    /// payload, after a frame too large for its buffer, and across levels, each frame decodes
-    /// alone, and compresses to what a fresh context makes.
+    /// The thread's kept zstd contexts give what fresh ones give: after a decompression that
+    /// failed (a truncated payload, a buffer of the wrong size) and across levels, each frame
+    /// compresses to the bytes a fresh context makes and decodes alone.
     #[test]
-    fn zstd_contexts_kept_per_thread_start_each_frame_afresh() {
+    fn zstd_kept_contexts_give_what_fresh_ones_give() {
         let a: Vec<u8> = (0..50_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let b: Vec<u8> = (0..20_000u32).map(|i| (i / 9) as u8).collect();
         let mut z = Vec::new();

@@ -186,8 +186,9 @@ proptest! {
 
     /// Any moves, handed to the encoder, still give the exact picture where rows repeat whole:
     /// rows proven equal by their hashes (a row, the old rows its moves read, the new row) are
-    /// skipped only where the moves read them straight up or down. Rows come from three
-    /// patterns, one of them flat, so such rows are common, across every move's source.
+    /// skipped (not compared by the encoder, not copied or hashed by the viewer) only where the
+    /// moves read them straight up or down, or fill zeros with zeros. Rows come from three
+    /// patterns, one of them zeros, so such rows are common, across every move's source.
     #[test]
     fn given_moves_over_repeating_rows_encode_exactly(
         old_rows in proptest::collection::vec(0usize..3, 30),

@@ -33,10 +33,10 @@ pub const RATE_WINDOW_PACKETS: u64 = 1_000;
 /// The transport's loss counters, watched. Fully deterministic: the caller passes the time.
 #[derive(Debug, Clone, Default)]
 pub struct LossWatch {
-    /// The counters when the window being measured began, and the rate of the last whole
-    /// window (‰).
+    /// The counters when the window being measured began, and the packets sent and lost in
+    /// the last whole window.
     window: Option<(u64, u64)>,
-    recent_permille: Option<u64>,
+    last_window: Option<(u64, u64)>,
     /// The counters last reported: packets sent and declared lost, both since the start.
     reported: Option<(u64, u64)>,
     /// The last loss: when it was seen, and the packets sent by then.
@@ -58,16 +58,17 @@ impl LossWatch {
         self.reported = Some((sent, lost));
         let (s0, l0) = *self.window.get_or_insert((sent, lost));
         if sent.saturating_sub(s0) >= RATE_WINDOW_PACKETS {
-            self.recent_permille = Some(1000 * lost.saturating_sub(l0) / (sent - s0));
+            self.last_window = Some((sent - s0, lost.saturating_sub(l0)));
             self.window = Some((sent, lost));
         }
         new_loss
     }
 
-    /// Packets lost per thousand sent over the last [`RATE_WINDOW_PACKETS`] or more (None
-    /// before that many were sent).
+    /// Packets lost per thousand sent over the last whole window of [`RATE_WINDOW_PACKETS`]
+    /// or more (None before one has passed). It lags by up to a window: a path that turns
+    /// lossy shows it when the window ends.
     pub fn recent_loss_permille(&self) -> Option<u64> {
-        self.recent_permille
+        self.last_window.map(|(n, l)| 1000 * l / n.max(1))
     }
 
     /// Whether the path has lost nothing lately (and the transport has said so at all).
@@ -110,7 +111,13 @@ mod tests {
         assert_eq!(w.recent_loss_permille(), None, "not a window yet");
         w.on_counters(1_000, 30, 2 * MS);
         assert_eq!(w.recent_loss_permille(), Some(30));
-        w.on_counters(2_500, 35, 3 * MS);
+        w.on_counters(1_999, 30, 3 * MS);
+        assert_eq!(
+            w.recent_loss_permille(),
+            Some(30),
+            "the window running is not in it"
+        );
+        w.on_counters(2_500, 35, 4 * MS);
         assert_eq!(w.recent_loss_permille(), Some(3));
     }
 

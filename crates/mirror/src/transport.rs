@@ -45,10 +45,11 @@ pub trait Transport: Send {
     fn drops_superseded(&self) -> bool {
         false
     }
-    /// Frames go as datagrams with recovery shards: a lost packet loses no frame while its
-    /// frame's other datagrams make it good (`HostConfig::packets_made_good`).
-    fn makes_packets_good(&self) -> bool {
-        false
+    /// Frames other than keyframes of up to this many bytes go as datagrams with recovery
+    /// shards: a lost packet loses no such frame while its other datagrams make it good
+    /// (`HostConfig::datagrams_up_to`). Others go reliably.
+    fn datagram_frames_up_to(&self) -> Option<u64> {
+        None
     }
 }
 

@@ -79,7 +79,7 @@ impl Mirror {
         cfg.drops_superseded = sock.drops_superseded();
         // A transport that gives up on frames is one on which they may never arrive.
         cfg.frames_may_be_lost = sock.drops_superseded();
-        cfg.packets_made_good = sock.makes_packets_good();
+        cfg.datagrams_up_to = sock.datagram_frames_up_to();
         let session = HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), cfg);
         // The capture loop makes (and encodes) each stream while its count is above zero.
         let _counted = match n.colour {
@@ -136,7 +136,7 @@ impl Mirror {
             initial: vec![ViewerCommand::Brightness(self.settings().brightness)],
             drops_superseded: false,
             frames_may_be_lost: false,
-            packets_made_good: false,
+            datagrams_up_to: None,
         }
     }
 

@@ -264,7 +264,9 @@ pub struct ShardCounters {
     /// the codec refused to decode it; `push` then returns the error).
     pub abandoned: u64,
     /// Units of which no datagram came: a newer number arrived, and in [`MAX_PENDING`] more
-    /// units none of theirs (a sender numbers units one by one).
+    /// units none of theirs (a sender numbers units one by one); one that comes later still
+    /// is taken as it comes. A jump over more than twice [`MAX_PENDING`] numbers counts as
+    /// that many.
     pub vanished: u64,
     /// Shards of a unit already put together or abandoned. Without loss these are the
     /// recovery shards that arrive after their unit's originals: expected, not a fault.
@@ -434,18 +436,21 @@ impl Reassembler {
         }
     }
 
-    /// Whether a unit before the one put together last is missing: one that started before it
-    /// and is still incomplete, or a number before its own of which no datagram came. A sender
-    /// sends a unit's shards together, before the next unit's, and numbers units one by one,
+    /// Whether a unit before the one put together last is missing: one numbered and started
+    /// before it and still incomplete, or a number before its own of which no datagram came. A
+    /// sender numbers units one by one and sends a unit's shards together, before the next
+    /// unit's (but for the two recovery shards of a one-datagram unit, 2 and 4 ms behind it),
     /// so that unit has most likely lost more shards than its recovery shards make good, or
     /// all of them. A viewer takes it that a frame naming a base it does not hold names that
-    /// lost one, and says so at once instead of waiting for the base
+    /// lost one, and says so after a few milliseconds instead of waiting for the base
     /// (`ViewerSession::handle_unit_after_loss`).
     pub fn older_incomplete(&self) -> bool {
         let Some((age, frame)) = self.last_whole else {
             return false;
         };
-        self.pending.iter().any(|p| p.started < age)
+        self.pending
+            .iter()
+            .any(|p| p.started < age && newer(frame, p.frame))
             || self.skipped.iter().any(|&(f, _)| newer(frame, f))
     }
 
@@ -555,7 +560,9 @@ impl Reassembler {
                 // forgotten before the next unit anyway.
                 let gap = frame.wrapping_sub(h) - 1;
                 let kept = gap.min(MAX_PENDING as u32);
-                self.counters.vanished += u64::from(gap - kept);
+                // A jump of millions is a peer's fault, not that many frames lost: counted
+                // as at most MAX_PENDING more.
+                self.counters.vanished += u64::from((gap - kept).min(MAX_PENDING as u32));
                 for k in gap - kept..gap {
                     if self.skipped.len() == MAX_PENDING {
                         self.skipped.pop_front();
@@ -974,6 +981,15 @@ mod tests {
         assert_eq!(push_all(&mut r, &split_vec(n, &u, 1200)), vec![u]);
         assert!(!r.older_incomplete(), "forgotten after MAX_PENDING units");
         assert_eq!(r.counters().vanished, 1);
+        // A jump far ahead: only the last MAX_PENDING numbers are kept, and the count is bounded.
+        let mut r = Reassembler::new(1 << 20);
+        for frame in [0, 1_000_000] {
+            let u = make_unit(u64::from(frame), 3000);
+            assert_eq!(push_all(&mut r, &split_vec(frame, &u, 1200)), vec![u]);
+        }
+        assert_eq!(r.skipped.len(), MAX_PENDING);
+        assert_eq!(r.counters().vanished, MAX_PENDING as u64);
+        assert!(r.older_incomplete());
         // Numbers wrap.
         let mut r = Reassembler::new(1 << 20);
         for frame in [u32::MAX - 1, 1] {

@@ -335,8 +335,8 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
         true
     }
 
-    fn makes_packets_good(&self) -> bool {
-        self.datagrams.is_some()
+    fn datagram_frames_up_to(&self) -> Option<u64> {
+        self.datagrams.as_ref().map(|_| DATAGRAM_UNIT_MAX as u64)
     }
 
     fn path(&self) -> Option<PathFigures> {

@@ -41,14 +41,15 @@ const RETAINED: usize = 16;
 pub const CATCH_UP_WITHIN_US: u64 = 8_000;
 
 /// After a frame lost whole on a path whose lost packets are made good
-/// ([`HostConfig::packets_made_good`]), deltas go against the acknowledged picture for this
+/// ([`HostConfig::datagrams_up_to`]), deltas go against the acknowledged picture for this
 /// long (µs), as after a lost packet on a path that does not make them good
 /// (`framewire_flow`'s `CLEAN_US`).
 pub const FRAMES_CLEAN_US: u64 = 2_000_000;
-/// Up to this loss rate (‰ of the packets QUIC sent, over its last thousand or more) lost
-/// packets made good leave deltas chained. Beyond, the path is taken as lossy as any other:
-/// at 5 % loss and an 80 ms round trip, chained deltas stalled the picture for 140–220 ms in
-/// two runs of three (BENCHMARKS.md, "Chained deltas where lost packets are made good").
+/// Up to this loss rate (‰ of the packets QUIC sent, [`framewire_flow::LossWatch::recent_loss_permille`])
+/// lost packets made good leave deltas chained. Beyond, the path is taken as lossy as any
+/// other: at 5 % loss and an 80 ms round trip, with chained deltas the p99 rose to 140–270 ms
+/// in two runs of three, against about 65 ms before (BENCHMARKS.md, "Chained deltas where
+/// lost packets are made good").
 pub const MADE_GOOD_LOSS_PERMILLE: u64 = 20;
 
 /// How the host treats this viewer.
@@ -74,12 +75,14 @@ pub struct HostConfig {
     /// reliable byte stream (TCP, a WebSocket) every frame arrives in order, so deltas go against
     /// the picture sent before: the delta every such viewer shares, and smaller.
     pub frames_may_be_lost: bool,
-    /// Frames cross as datagrams with recovery shards (QUIC, `serve --quic-frames
-    /// datagrams`): a lost packet loses no frame, as long as its frame's other datagrams make
-    /// it good. Such a path counts as clean for chaining deltas while no frame was lost whole
-    /// lately (the viewer reported a missing base), whatever packets were lost; the viewer
-    /// reports a frame after a lost one at once.
-    pub packets_made_good: bool,
+    /// Frames other than keyframes of up to this many bytes (head and payload) cross as
+    /// datagrams with recovery shards (QUIC, `serve --quic-frames datagrams`): a lost packet
+    /// loses no such frame as long as its other datagrams make it good. Deltas chained on such
+    /// a frame count the path as clean while no frame was lost whole lately (the viewer
+    /// reported a missing base) and no more than [`MADE_GOOD_LOSS_PERMILLE`] of the packets
+    /// were lost; the viewer reports a frame after a lost one soon. A frame that went
+    /// reliably (a keyframe, a larger one) is chained on by the rule for lost packets.
+    pub datagrams_up_to: Option<u64>,
 }
 
 /// What the viewer sends, in its protocol.
@@ -217,9 +220,11 @@ struct Retained {
     /// ACK's due time. Then they chain on the frame sent before.
     prefer_acknowledged: bool,
     path: LossWatch,
-    /// Frames cross as datagrams made good by recovery shards
-    /// ([`HostConfig::packets_made_good`]); then when a frame was last lost whole.
-    packets_made_good: bool,
+    /// Frames cross as datagrams made good by recovery shards up to this size
+    /// ([`HostConfig::datagrams_up_to`]); whether the last frame sent did; when a frame was
+    /// last lost whole.
+    datagrams_up_to: Option<u64>,
+    last_as_datagrams: bool,
     frame_lost_at: Option<u64>,
     /// The seq of the last frame planned when the transport last counted a loss.
     loss_before: u64,
@@ -352,7 +357,7 @@ impl<W: Wire> HostSession<W> {
             done: false,
             bases: Retained {
                 prefer_acknowledged: cfg.frames_may_be_lost,
-                packets_made_good: cfg.packets_made_good,
+                datagrams_up_to: cfg.datagrams_up_to,
                 moved: Arc::new(Mutex::new(moved)),
                 ..Retained::default()
             },
@@ -423,7 +428,7 @@ impl<W: Wire> HostSession<W> {
             // calls for a delta made for this viewer alone; a large frame still crossing,
             // or an ACK late because the viewer is busy applying, does not.
             b.path.settled() || !self.flow.ack_overdue(now)
-        } else if b.packets_made_good
+        } else if b.last_as_datagrams
             && b.path.recent_loss_permille().unwrap_or(0) <= MADE_GOOD_LOSS_PERMILLE
         {
             // Lost packets cost no frame here: only a frame lost whole (or an ACK overdue,
@@ -610,6 +615,10 @@ impl<W: Wire> HostSession<W> {
             Plan::Keyframe { .. } => self.wire.keyframe(f, &mut self.head).0,
         };
         let bytes = (self.head.len() + out.payload.as_ref().map_or(0, |p| p.len())) as u64;
+        // The next delta may chain on this one whatever packets are lost only if it crosses
+        // as datagrams (see `HostConfig::datagrams_up_to`).
+        self.bases.last_as_datagrams =
+            !out.keyframe && self.bases.datagrams_up_to.is_some_and(|max| bytes <= max);
         if independent {
             let patience = self.flow.crossing_time_us(bytes);
             self.bases.repair_sent(f.seq, now, patience);

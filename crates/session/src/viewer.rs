@@ -24,6 +24,13 @@ use crate::wire_v1::codec_from_wire;
 /// against an older picture, and more bytes on a path that is already losing packets.
 pub const BASE_WAIT_US: u64 = 25_000;
 pub const BASE_WAIT_RTTS: u64 = 2;
+/// How long a frame that came after a lost one ([`ViewerSession::handle_unit_after_loss`]) is
+/// held for its base: not at all. A frame that fits one datagram has its recovery shards 2 and
+/// 4 ms behind it, so a next frame sent right behind (catching up) may overtake them and
+/// report a base that is still being rebuilt: that costs a repair, not a stall. Holding such
+/// frames 6 ms did not lower the p99 in `bench net` (BENCHMARKS.md, "Chained deltas where lost
+/// packets are made good").
+pub const AFTER_LOSS_WAIT_US: u64 = 0;
 /// Frames held at once waiting for their base; beyond, the oldest is reported missing.
 const WAITING_MAX: usize = 4;
 /// Pictures kept after they were applied (named bases): a host makes deltas against the newest
@@ -229,8 +236,8 @@ impl ViewerSession {
     /// As [`ViewerSession::handle_unit`], for a unit the transport knows came after a frame
     /// that was lost (QUIC datagrams: an older frame lost more datagrams than its recovery
     /// shards make good). Should it name a base not held, that base is most likely the lost
-    /// frame: it is reported missing at once, not waited for ([`BASE_WAIT_US`]), so the host's
-    /// repair starts a round trip or two sooner.
+    /// frame: it is reported missing at once ([`AFTER_LOSS_WAIT_US`]), not after [`BASE_WAIT_US`]
+    /// or two round trips, so the host's repair starts a round trip or two sooner.
     pub fn handle_unit_after_loss(&mut self, recv_us: u64, data: &[u8]) {
         self.feed_unit(recv_us, data, true);
     }
@@ -257,7 +264,8 @@ impl ViewerSession {
     }
 
     /// Takes in one unit: drops it when overtaken, holds it when its base has not arrived
-    /// (unless it came after a lost frame: then its base is reported missing), else handles it.
+    /// (not when it came after a lost frame: then its base is reported missing), else handles
+    /// it.
     fn take_unit(&mut self, recv_us: u64, packets: Vec<Packet>, after_loss: bool) {
         // A unit overtaken by a newer frame is dropped whole: its stream description too,
         // which would otherwise reset the picture the newer frames built.
@@ -282,7 +290,7 @@ impl ViewerSession {
             (Some(seq), Some(base)) if self.sum != Some(base) && !self.holds(base) => {
                 let rtt = self.offset.min_rtt_us().unwrap_or(0);
                 let wait = match after_loss {
-                    true => 0,
+                    true => AFTER_LOSS_WAIT_US,
                     false => BASE_WAIT_US.max(BASE_WAIT_RTTS * rtt),
                 };
                 self.waiting.push(Waiting {

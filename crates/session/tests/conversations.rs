@@ -25,7 +25,7 @@ fn config() -> HostConfig {
         control: false,
         drops_superseded: false,
         frames_may_be_lost: false,
-        packets_made_good: false,
+        datagrams_up_to: None,
         initial: vec![ViewerCommand::Brightness(128)],
     }
 }
@@ -311,7 +311,7 @@ fn a_viewer_one_frame_behind_catches_up_with_the_shared_deltas() {
     let dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
     let lossy = HostConfig {
         frames_may_be_lost: true,
-        packets_made_good: false,
+        datagrams_up_to: None,
         ..config()
     };
     let mut quic = HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), lossy);

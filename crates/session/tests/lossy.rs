@@ -122,7 +122,7 @@ fn host(viewer_caps: u32) -> HostSession<V1Wire> {
     host_on(viewer_caps, false)
 }
 
-/// A host whose transport makes lost packets good (`packets_made_good`) or not.
+/// A host whose transport makes lost packets good (`datagrams_up_to`: frames up to 128 KiB as datagrams) or not.
 fn host_on(viewer_caps: u32, packets_made_good: bool) -> HostSession<V1Wire> {
     let n = negotiate(v1::Codec::Lz4, viewer_caps, caps::ALL);
     assert!(n.named_bases);
@@ -133,7 +133,7 @@ fn host_on(viewer_caps: u32, packets_made_good: bool) -> HostSession<V1Wire> {
         control: false,
         drops_superseded: false,
         frames_may_be_lost: true,
-        packets_made_good,
+        datagrams_up_to: packets_made_good.then_some(128 * 1024),
         initial: vec![],
     };
     let dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
@@ -779,9 +779,17 @@ fn lost_packets_made_good_keep_deltas_chained_until_a_frame_is_lost() {
         let (again, _) = offer(&mut host, &src.frame(now(), false));
         assert_eq!(again, Plan::Delta, "chained again");
         ack_at(&mut host, now(), 7, AckStatus::Applied);
-        // Losing more than MADE_GOOD_LOSS_PERMILLE of a thousand packets: lossy as any path.
+        // A thousand packets and more, under MADE_GOOD_LOSS_PERMILLE lost: still chained.
         set_clock(now() + 16_000);
-        host.on_path_counters(1_400, 60, now());
+        host.on_path_counters(1_400, 9, now());
+        let (under, _) = offer(&mut host, &src.frame(now(), false));
+        assert_eq!(under, Plan::Delta, "6 per thousand lost");
+        ack_at(&mut host, now(), 8, AckStatus::Applied);
+        ack_at(&mut host, now(), 9, AckStatus::Applied);
+        offer(&mut host, &src.frame(now(), false));
+        // Losing more than MADE_GOOD_LOSS_PERMILLE over the next window: lossy as any path.
+        set_clock(now() + 16_000);
+        host.on_path_counters(2_500, 60, now());
         let (lossy, _) = offer(&mut host, &src.frame(now(), false));
         assert!(matches!(lossy, Plan::Rebased { .. }), "{lossy:?}");
     }

@@ -58,7 +58,7 @@ fn run(frames_may_be_lost: bool) -> Outcome {
         control: false,
         drops_superseded: false,
         frames_may_be_lost,
-        packets_made_good: false,
+        datagrams_up_to: None,
         initial: vec![],
     };
     let mut host = HostSession::new(
