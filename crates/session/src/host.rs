@@ -48,8 +48,8 @@ pub const FRAMES_CLEAN_US: u64 = 2_000_000;
 /// Up to this loss rate (‰ of the packets QUIC sent, [`framewire_flow::LossWatch::recent_loss_permille`])
 /// lost packets made good leave deltas chained. Beyond, the path is taken as lossy as any
 /// other: at 5 % loss and an 80 ms round trip, with chained deltas the p99 rose to 140–270 ms
-/// in two runs of three, against about 65 ms before (BENCHMARKS.md, "Chained deltas where
-/// lost packets are made good").
+/// in one or two runs of three, against about 65 ms before (BENCHMARKS.md, "Chained deltas
+/// where lost packets are made good").
 pub const MADE_GOOD_LOSS_PERMILLE: u64 = 20;
 
 /// How the host treats this viewer.
