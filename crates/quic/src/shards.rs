@@ -265,8 +265,8 @@ pub struct ShardCounters {
     pub abandoned: u64,
     /// Units of which no datagram came: a newer number arrived, and in [`MAX_PENDING`] more
     /// units none of theirs (a sender numbers units one by one); one that comes later still
-    /// is taken as it comes. A jump over more than twice [`MAX_PENDING`] numbers counts as
-    /// that many.
+    /// is taken as it comes. A jump over more numbers than twice [`MAX_PENDING`] counts as
+    /// twice [`MAX_PENDING`].
     pub vanished: u64,
     /// Shards of a unit already put together or abandoned. Without loss these are the
     /// recovery shards that arrive after their unit's originals: expected, not a fault.
@@ -442,7 +442,7 @@ impl Reassembler {
     /// unit's (but for the two recovery shards of a one-datagram unit, 2 and 4 ms behind it),
     /// so that unit has most likely lost more shards than its recovery shards make good, or
     /// all of them. A viewer takes it that a frame naming a base it does not hold names that
-    /// lost one, and says so after a few milliseconds instead of waiting for the base
+    /// lost one, and says so at once instead of waiting for the base
     /// (`ViewerSession::handle_unit_after_loss`).
     pub fn older_incomplete(&self) -> bool {
         let Some((age, frame)) = self.last_whole else {

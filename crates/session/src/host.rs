@@ -80,7 +80,7 @@ pub struct HostConfig {
     /// loses no such frame as long as its other datagrams make it good. Deltas chained on such
     /// a frame count the path as clean while no frame was lost whole lately (the viewer
     /// reported a missing base) and no more than [`MADE_GOOD_LOSS_PERMILLE`] of the packets
-    /// were lost; the viewer reports a frame after a lost one soon. A frame that went
+    /// were lost; the viewer reports a frame after a lost one at once. A frame that went
     /// reliably (a keyframe, a larger one) is chained on by the rule for lost packets.
     pub datagrams_up_to: Option<u64>,
 }
