@@ -12,6 +12,13 @@ pub fn row_hash(row: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(row)
 }
 
+/// The hash of a row of `width` zeros: the R − G and B − G rows of grey content, which the
+/// colour split and the rule for moved rows ([`crate::rects::hashes_after_moves`]) both name
+/// without hashing them.
+pub fn zero_row_hash(width: usize) -> u64 {
+    row_hash(&vec![0; width])
+}
+
 /// Row hashes of a whole picture `width` pixels wide (none for an empty picture).
 pub fn row_hashes(pic: &[u8], width: usize, out: &mut Vec<u64>) {
     out.clear();

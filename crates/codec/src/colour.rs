@@ -192,7 +192,7 @@ pub fn ingest_planes(
         return;
     }
     let h = src.len() / 4 / width;
-    let zero = row_hash(&vec![0; width]);
+    let zero = crate::checksum::zero_row_hash(width);
     let usable = prev.filter(|p| p.grey.len() == dst.len() && p.hashes.len() == PLANES * h);
     match (usable, damage) {
         (Some(p), Some(damage)) => {

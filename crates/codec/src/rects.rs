@@ -601,14 +601,13 @@ fn follow_moves(
     if let Some(i) = idle.as_deref_mut() {
         i.clear();
     }
-    let zero = Some(crate::checksum::row_hash(&vec![0; width]));
+    let zero = Some(crate::checksum::zero_row_hash(width));
     for m in moves {
         let whole = m.dx == 0 && m.to.x == 0 && m.to.w as usize == width;
         let (y0, y1) = (m.to.y as usize, (m.to.y + m.to.h) as usize);
         for y in y0..y1 {
             let from = old.get((y as i64 + m.dy as i64) as usize).copied();
-            let row = out.get_mut(y);
-            let now = row.as_deref().copied().flatten();
+            let now = out.get(y).copied().flatten();
             let same = from.is_some() && now == from;
             let (after, unchanged) = match whole {
                 true => (from, same),
@@ -616,7 +615,7 @@ fn follow_moves(
                 false if same && from == zero => (zero, true),
                 false => (None, false),
             };
-            if let Some(r) = row {
+            if let Some(r) = out.get_mut(y) {
                 *r = after;
             }
             if let Some(i) = idle.as_deref_mut() {
