@@ -268,7 +268,14 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
     });
     let ms = |w: &SampleWindow| w.avg().unwrap_or(0.0) / 1000.0;
     let e2e_avg = ms(&s.e2e_us);
-    let (encode, send) = (report.delta_compress.avg, report.send.avg);
+    // A colour viewer's frames are made by the colour stage (planes, then the delta); the grey
+    // one's figure is of frames no viewer of this cell was sent.
+    let encode = if c.colour {
+        report.colour_planes.avg + report.colour_compress.avg
+    } else {
+        report.delta_compress.avg
+    };
+    let send = report.send.avg;
     let (decode, apply) = (ms(&s.decompress_us), ms(&s.apply_us));
     Ok(CellResult {
         cell: c.clone(),
