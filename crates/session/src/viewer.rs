@@ -27,12 +27,17 @@ pub const BASE_WAIT_RTTS: u64 = 2;
 /// How long a frame that came after a lost one ([`ViewerSession::handle_unit_after_loss`]) is
 /// held for its base: not at all. A frame that fits one datagram has its recovery shards 2 and
 /// 4 ms behind it, so a next frame sent right behind (catching up) may overtake them and
-/// report a base that is still being rebuilt: that costs a repair, not a stall. Holding such
+/// report a base that is still being rebuilt: that costs a repair, not a stall, since the
+/// frames chained on the one reported are reported at once too ([`GIVEN_UP`]). Holding such
 /// frames 6 ms did not lower the p99 in `bench net` (BENCHMARKS.md, "Chained deltas where lost
 /// packets are made good").
 pub const AFTER_LOSS_WAIT_US: u64 = 0;
 /// Frames held at once waiting for their base; beyond, the oldest is reported missing.
 const WAITING_MAX: usize = 4;
+/// Pictures of frames that did not apply (reported missing, or whose checksum did not
+/// verify), remembered so a frame named against one is reported at once: this viewer dropped
+/// it, so it will never come. More than a round trip of frames at 60 fps on an 80 ms path.
+const GIVEN_UP: usize = 16;
 /// Pictures kept after they were applied (named bases): a host makes deltas against the newest
 /// picture the viewer acknowledged, which is a round trip old. More than a viewer with a byte
 /// budget may have in flight.
@@ -135,6 +140,12 @@ pub struct ViewerSession {
     newest: Option<u64>,
     stale: u64,
     waiting: Vec<Waiting>,
+    /// Checksums of the pictures of the last [`GIVEN_UP`] frames that did not apply, newest
+    /// last. Without them, after a frame that came after a lost one was reported at once (its
+    /// base was only late: a one-datagram frame's recovery shards overtaken by the next
+    /// frame), the frames chained on it were each held two round trips for a picture this
+    /// viewer had dropped: at 80 ms and 5 % loss, p99s of 140–270 ms in `bench net`.
+    given_up: VecDeque<u64>,
     /// Units fed and not yet taken in (they are, one at a time, as events are polled): when
     /// each arrived, its packets, and whether it came after a lost frame
     /// ([`ViewerSession::handle_unit_after_loss`]).
@@ -179,6 +190,7 @@ impl ViewerSession {
             newest: None,
             stale: 0,
             waiting: Vec::new(),
+            given_up: VecDeque::with_capacity(GIVEN_UP),
             units: VecDeque::new(),
             kept: VecDeque::new(),
             kept_max: KEPT,
@@ -289,7 +301,7 @@ impl ViewerSession {
             // slower stream): wait.
             (Some(seq), Some(base)) if self.sum != Some(base) && !self.holds(base) => {
                 let rtt = self.offset.min_rtt_us().unwrap_or(0);
-                let wait = match after_loss {
+                let wait = match after_loss || self.given_up.contains(&base) {
                     true => AFTER_LOSS_WAIT_US,
                     false => BASE_WAIT_US.max(BASE_WAIT_RTTS * rtt),
                 };
@@ -333,13 +345,24 @@ impl ViewerSession {
             .waiting
             .iter()
             .enumerate()
-            .filter(|(_, w)| self.sum == Some(w.base) || w.until <= now)
+            .filter(|(_, w)| {
+                self.sum == Some(w.base) || w.until <= now || self.given_up.contains(&w.base)
+            })
             .min_by_key(|(_, w)| w.seq)
             .map(|(i, _)| i);
         let Some(i) = ready else { return false };
         let w = self.waiting.remove(i);
         self.handle_packets(w.recv_us, w.packets);
         true
+    }
+
+    /// Remembers that the picture `sum` of a frame that did not apply will never be held: the
+    /// frames named against it are reported missing at once, not held for it.
+    fn give_up(&mut self, sum: u64) {
+        if self.given_up.len() == GIVEN_UP {
+            self.given_up.pop_front();
+        }
+        self.given_up.push_back(sum);
     }
 
     /// Whether a kept picture has checksum `sum`.
@@ -560,6 +583,7 @@ impl ViewerSession {
             if self.sum != Some(base) {
                 // A frame before this one was lost: keep the picture (still valid, if there
                 // was one); the host sends one made against what this viewer acknowledged.
+                self.give_up(h.checksum);
                 let s = Shown {
                     seq: h.seq,
                     keyframe: false,
@@ -614,6 +638,9 @@ impl ViewerSession {
                 // Deltas cannot apply to a wrong picture: the host sends a keyframe next.
                 self.picture.invalidate();
             }
+        }
+        if !ok {
+            self.give_up(h.checksum);
         }
         self.ack_and_show(
             Shown {

@@ -730,6 +730,47 @@ fn a_frame_after_a_lost_one_is_reported_missing_at_once() {
     }
 }
 
+/// A frame that came after one still being rebuilt is reported missing at once; the late one
+/// then applies. The frame chained on the one reported missing names a picture this viewer
+/// dropped: it is reported at once too, not held two round trips for it.
+#[test]
+fn a_frame_named_against_one_reported_missing_is_reported_at_once() {
+    let mut host = host(caps::ALL);
+    set_clock(1_000);
+    host.on_path_counters(100, 0, now());
+    let mut src = Source::new();
+    let mut units = Vec::new();
+    for _ in 0..4 {
+        let f = src.frame(now(), false);
+        let (_, u) = offer(&mut host, &f);
+        units.extend(u);
+    }
+    assert_eq!(units.len(), 4);
+    let mut viewer = welcomed_viewer(now());
+    while viewer.poll_event().is_some() {}
+    let shown = |v: &mut ViewerSession| -> Vec<(u64, bool)> {
+        std::iter::from_fn(|| v.poll_event())
+            .filter_map(|e| match e {
+                ViewerEvent::Shown(s) => Some((s.seq, s.base_missing)),
+                _ => None,
+            })
+            .collect()
+    };
+    viewer.handle_unit(now(), &units[0]);
+    // Frame 1 is still being rebuilt when frame 2 comes.
+    viewer.handle_unit_after_loss(now(), &units[2]);
+    assert_eq!(shown(&mut viewer), [(0, false), (2, true)]);
+    viewer.handle_unit(now(), &units[1]);
+    assert_eq!(shown(&mut viewer), [(1, false)]);
+    // Frame 3 names frame 2's picture, which will never come.
+    viewer.handle_unit(now(), &units[3]);
+    assert_eq!(
+        shown(&mut viewer),
+        [(3, true)],
+        "not held for a picture given up"
+    );
+}
+
 /// Where the transport makes lost packets good (datagrams with recovery shards), lost packets
 /// leave deltas chained on the frame sent before; a frame the viewer reports lost whole brings
 /// the acknowledged picture back, for `FRAMES_CLEAN_US`, and so does a loss rate above

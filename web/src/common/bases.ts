@@ -1,8 +1,8 @@
 // Named bases (capability 64, spec/PROTOCOL.md "Named bases"), the viewer's side: frames come
 // on WebTransport streams of their own, so they may arrive out of order, and any may be lost.
 // Every delta names the checksum of the picture it applies to. The viewer keeps its last
-// pictures; holds a frame whose base has not arrived yet, for a while; and drops a frame that
-// a newer one overtook. The same rules as crates/session/src/viewer.rs.
+// pictures; holds a frame whose base has not arrived yet, for a while (not when that base is
+// the picture of a frame that did not apply); and drops a frame that a newer one overtook. The same rules as crates/session/src/viewer.rs.
 
 import * as v1 from "./v1";
 import { sameU64 } from "./checksum";
@@ -15,6 +15,11 @@ const BASE_WAIT_MS = 25;
 const BASE_WAIT_RTTS = 2;
 /** Frames held at once; beyond, the oldest is handled (its base reported missing). */
 const WAITING_MAX = 4;
+/**
+ * Pictures of the last frames that did not apply, remembered so a frame named against one is
+ * handled (reported missing) at once: this viewer dropped that picture, so it will never come.
+ */
+const GIVEN_UP = 16;
 
 /** One transport stream's packets (a frame, with its stream description when it carries one). */
 export interface Unit {
@@ -93,6 +98,7 @@ export class UnitOrder {
   stale = 0;
   private newest = -1;
   private waiting: Waiting[] = [];
+  private givenUp: v1.U64[] = [];
   private timer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
@@ -105,8 +111,13 @@ export class UnitOrder {
   reset(): void {
     this.newest = -1;
     this.waiting = [];
+    this.givenUp = [];
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
+  }
+
+  private gaveUp(sum: v1.U64): boolean {
+    return this.givenUp.some((s) => sameU64(s, sum));
   }
 
   /** A unit arrived. `rttMs` is the smallest round trip measured (0 when none yet). */
@@ -121,7 +132,8 @@ export class UnitOrder {
       return;
     }
     if (base !== null && !this.holds(base)) {
-      const until = recvMs + Math.max(BASE_WAIT_MS, BASE_WAIT_RTTS * rttMs);
+      const wait = this.gaveUp(base) ? 0 : Math.max(BASE_WAIT_MS, BASE_WAIT_RTTS * rttMs);
+      const until = recvMs + wait;
       this.waiting.push({ recvMs, recvUs, seq, packets, base, until });
       if (this.waiting.length > WAITING_MAX) this.run(this.waiting.shift()!);
       this.release();
@@ -136,7 +148,15 @@ export class UnitOrder {
       this.stale++;
       return;
     }
-    if (this.handle(u)) this.newest = u.seq;
+    if (this.handle(u)) {
+      this.newest = u.seq;
+      return;
+    }
+    const f = u.packets.find((p) => p.type === v1.T.Frame);
+    if (f !== undefined && f.type === v1.T.Frame) {
+      if (this.givenUp.length >= GIVEN_UP) this.givenUp.shift();
+      this.givenUp.push(f.checksum);
+    }
   }
 
   /** Handles the waiting units whose base is now held or whose time is up, oldest first. */
@@ -148,7 +168,8 @@ export class UnitOrder {
       const now = this.nowMs();
       let ready: Waiting | null = null;
       for (const w of this.waiting) {
-        if ((w.until <= now || this.holds(w.base)) && (ready === null || w.seq < ready.seq)) ready = w;
+        const go = w.until <= now || this.holds(w.base) || this.gaveUp(w.base);
+        if (go && (ready === null || w.seq < ready.seq)) ready = w;
       }
       if (ready === null) break;
       this.waiting.splice(this.waiting.indexOf(ready), 1);

@@ -39,7 +39,7 @@ test("a keyframe with a base, and unknown flag bits, are refused", () => {
 });
 
 const sum = (n) => ({ lo: n, hi: 0 });
-const frame = (seq, base) => [{ type: fw.T.Frame, seq, base: base === null ? null : sum(base) }];
+const frame = (seq, base) => [{ type: fw.T.Frame, seq, base: base === null ? null : sum(base), checksum: sum(1000 + seq) }];
 
 function harness() {
   let now = 0;
@@ -92,6 +92,22 @@ test("units: more than four waiting: the oldest goes at once", () => {
   // A unit without a frame (a stream description alone) is handled at once.
   h.order.push(0, 0, [{ type: fw.T.StreamDesc }], 0);
   assert.deepEqual(h.handled, [10, -1]);
+});
+
+test("units: a frame named against one that did not apply is handled at once, not held", () => {
+  const h = harness();
+  const framed = (seq, base, checksum) => [{ type: fw.T.Frame, seq, base: sum(base), checksum: sum(checksum) }];
+  h.order.push(0, 0, framed(10, 510, 610), 0); // its base never comes
+  assert.deepEqual(h.handled, []);
+  // At 30 ms frame 10's time is up (it does not apply), and frame 11, named against frame
+  // 10's picture, which this viewer never made, goes with it: no wait of its own.
+  h.at(30);
+  h.order.push(30, 30000, framed(11, 610, 611), 0);
+  assert.deepEqual(h.handled, [10, 11]);
+  // One named against a picture that may still come waits as before.
+  h.order.push(31, 31000, framed(12, 700, 612), 0);
+  assert.deepEqual(h.handled, [10, 11]);
+  h.order.reset();
 });
 
 test("kept pictures: a saved picture comes back exactly, the oldest is reused after ten", async () => {
