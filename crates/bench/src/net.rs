@@ -268,8 +268,10 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
     });
     let ms = |w: &SampleWindow| w.avg().unwrap_or(0.0) / 1000.0;
     let e2e_avg = ms(&s.e2e_us);
-    // A colour viewer's frames are made by the colour stage (planes, then the delta); the grey
-    // one's figure is of frames no viewer of this cell was sent.
+    // A colour cell's shared frames are made by the colour stage: its planes (with their
+    // hashes and checksum) and its delta or keyframe. The grey stage's figure is of frames no
+    // viewer of the cell was sent. Deltas made for the viewer alone are in neither, so where
+    // most frames are (a lossy path), the network column still holds their making.
     let encode = if c.colour {
         report.colour_planes.avg + report.colour_compress.avg
     } else {

@@ -28,15 +28,15 @@ pub const BASE_WAIT_RTTS: u64 = 2;
 /// held for its base: not at all. A frame that fits one datagram has its recovery shards 2 and
 /// 4 ms behind it, so a next frame sent right behind (catching up) may overtake them and
 /// report a base that is still being rebuilt: that costs a repair, not a stall, since the
-/// frames chained on the one reported are reported at once too ([`GIVEN_UP`]). Holding such
+/// frames chained on the one reported are reported at once too ([`ViewerSession::given_up`]).
+/// Holding such
 /// frames 6 ms did not lower the p99 in `bench net` (BENCHMARKS.md, "Chained deltas where lost
 /// packets are made good").
 pub const AFTER_LOSS_WAIT_US: u64 = 0;
 /// Frames held at once waiting for their base; beyond, the oldest is reported missing.
 const WAITING_MAX: usize = 4;
-/// Pictures of frames that did not apply (reported missing, or whose checksum did not
-/// verify), remembered so a frame named against one is reported at once: this viewer dropped
-/// it, so it will never come. More than a round trip of frames at 60 fps on an 80 ms path.
+/// Pictures given up ([`ViewerSession::given_up`]) remembered at most: more than a round trip
+/// of frames at 60 fps on an 80 ms path.
 const GIVEN_UP: usize = 16;
 /// Pictures kept after they were applied (named bases): a host makes deltas against the newest
 /// picture the viewer acknowledged, which is a round trip old. More than a viewer with a byte
@@ -140,12 +140,17 @@ pub struct ViewerSession {
     newest: Option<u64>,
     stale: u64,
     waiting: Vec<Waiting>,
-    /// Checksums of the pictures of the last [`GIVEN_UP`] frames that did not apply, newest
-    /// last. Without them, after a frame that came after a lost one was reported at once (its
+    /// The pictures of the last [`GIVEN_UP`] frames that did not apply (their base was not
+    /// held, they could not be decoded, or their checksum did not verify), with when this
+    /// viewer answered them, newest last. A frame named against one that arrives within the
+    /// smallest round trip measured after that answer was made before the host learned of it,
+    /// against the picture this viewer dropped: it is reported at once, not held. Later,
+    /// the same picture may come again (the host's repair of a still screen makes the same
+    /// picture), so a frame named against it waits as any other. Without them, after a frame that came after a lost one was reported at once (its
     /// base was only late: a one-datagram frame's recovery shards overtaken by the next
     /// frame), the frames chained on it were each held two round trips for a picture this
     /// viewer had dropped: at 80 ms and 5 % loss, p99s of 140–270 ms in `bench net`.
-    given_up: VecDeque<u64>,
+    given_up: VecDeque<(u64, u64)>,
     /// Units fed and not yet taken in (they are, one at a time, as events are polled): when
     /// each arrived, its packets, and whether it came after a lost frame
     /// ([`ViewerSession::handle_unit_after_loss`]).
@@ -276,8 +281,9 @@ impl ViewerSession {
     }
 
     /// Takes in one unit: drops it when overtaken, holds it when its base has not arrived
-    /// (not when it came after a lost frame: then its base is reported missing), else handles
-    /// it.
+    /// (not when it came after a lost frame: then its base is reported missing; one named
+    /// against a picture given up is released at once by [`ViewerSession::release_one`]), else
+    /// handles it.
     fn take_unit(&mut self, recv_us: u64, packets: Vec<Packet>, after_loss: bool) {
         // A unit overtaken by a newer frame is dropped whole: its stream description too,
         // which would otherwise reset the picture the newer frames built.
@@ -301,7 +307,7 @@ impl ViewerSession {
             // slower stream): wait.
             (Some(seq), Some(base)) if self.sum != Some(base) && !self.holds(base) => {
                 let rtt = self.offset.min_rtt_us().unwrap_or(0);
-                let wait = match after_loss || self.given_up.contains(&base) {
+                let wait = match after_loss {
                     true => AFTER_LOSS_WAIT_US,
                     false => BASE_WAIT_US.max(BASE_WAIT_RTTS * rtt),
                 };
@@ -334,8 +340,9 @@ impl ViewerSession {
         }
     }
 
-    /// Handles one waiting frame whose base is now held, or whose time is up at `now` (its
-    /// base is then reported missing), after dropping those overtaken; false when none is.
+    /// Handles one waiting frame whose base is now held, or whose time is up at `now`, or
+    /// whose base was given up ([`ViewerSession::given_up`]; its base is then reported
+    /// missing), after dropping those overtaken; false when none is.
     fn release_one(&mut self, now: u64) -> bool {
         let newest = self.newest;
         let before = self.waiting.len();
@@ -346,7 +353,7 @@ impl ViewerSession {
             .iter()
             .enumerate()
             .filter(|(_, w)| {
-                self.sum == Some(w.base) || w.until <= now || self.given_up.contains(&w.base)
+                self.sum == Some(w.base) || w.until <= now || self.gave_up(w.base, w.recv_us)
             })
             .min_by_key(|(_, w)| w.seq)
             .map(|(i, _)| i);
@@ -358,11 +365,23 @@ impl ViewerSession {
 
     /// Remembers that the picture `sum` of a frame that did not apply will never be held: the
     /// frames named against it are reported missing at once, not held for it.
-    fn give_up(&mut self, sum: u64) {
+    fn give_up(&mut self, sum: u64, now: u64) {
         if self.given_up.len() == GIVEN_UP {
             self.given_up.pop_front();
         }
-        self.given_up.push_back(sum);
+        self.given_up.push_back((sum, now));
+    }
+
+    /// Whether a frame named against picture `base` that arrived at `recv_us` was made before
+    /// the host learned that this viewer gave that picture up (see [`ViewerSession::given_up`]).
+    /// Before a round trip is measured, none is taken to be.
+    fn gave_up(&self, base: u64, recv_us: u64) -> bool {
+        let Some(rtt) = self.offset.min_rtt_us() else {
+            return false;
+        };
+        self.given_up
+            .iter()
+            .any(|&(s, at)| s == base && recv_us < at + rtt)
     }
 
     /// Whether a kept picture has checksum `sum`.
@@ -583,7 +602,7 @@ impl ViewerSession {
             if self.sum != Some(base) {
                 // A frame before this one was lost: keep the picture (still valid, if there
                 // was one); the host sends one made against what this viewer acknowledged.
-                self.give_up(h.checksum);
+                self.give_up(h.checksum, t0);
                 let s = Shown {
                     seq: h.seq,
                     keyframe: false,
@@ -633,6 +652,8 @@ impl ViewerSession {
             self.sum = ok.then_some(h.checksum);
             if ok {
                 self.keep(h.checksum);
+                // Held now: no longer given up.
+                self.given_up.retain(|&(s, _)| s != h.checksum);
             }
             if !ok {
                 // Deltas cannot apply to a wrong picture: the host sends a keyframe next.
@@ -640,7 +661,7 @@ impl ViewerSession {
             }
         }
         if !ok {
-            self.give_up(h.checksum);
+            self.give_up(h.checksum, (self.clock)());
         }
         self.ack_and_show(
             Shown {

@@ -731,44 +731,74 @@ fn a_frame_after_a_lost_one_is_reported_missing_at_once() {
 }
 
 /// A frame that came after one still being rebuilt is reported missing at once; the late one
-/// then applies. The frame chained on the one reported missing names a picture this viewer
-/// dropped: it is reported at once too, not held two round trips for it.
+/// then applies. A frame chained on the one reported missing names a picture this viewer
+/// dropped: arriving within a round trip of that report (made before the host knew), it is
+/// reported at once too, not held two round trips for it, and so is one already waiting for
+/// it. Arriving later, it waits as any frame: the host's repair may make that picture again.
 #[test]
 fn a_frame_named_against_one_reported_missing_is_reported_at_once() {
-    let mut host = host(caps::ALL);
-    set_clock(1_000);
-    host.on_path_counters(100, 0, now());
-    let mut src = Source::new();
-    let mut units = Vec::new();
-    for _ in 0..4 {
-        let f = src.frame(now(), false);
-        let (_, u) = offer(&mut host, &f);
-        units.extend(u);
+    const RTT: u64 = 40_000;
+    for case in ["at once", "waiting before", "a round trip later"] {
+        let mut host = host(caps::ALL);
+        set_clock(1_000_000);
+        host.on_path_counters(100, 0, now());
+        let mut src = Source::new();
+        let mut units = Vec::new();
+        for _ in 0..4 {
+            let f = src.frame(now(), false);
+            let (_, u) = offer(&mut host, &f);
+            units.extend(u);
+        }
+        assert_eq!(units.len(), 4);
+        let mut viewer = welcomed_viewer(now());
+        // A round trip measured from a ping.
+        let pong = v1::Packet::Pong {
+            id: 1,
+            ping_sent_us: now() - RTT,
+            reply_us: now() - RTT / 2,
+        };
+        viewer.handle_bytes(now(), &pong.to_bytes());
+        while viewer.poll_event().is_some() {}
+        let shown = |v: &mut ViewerSession| -> Vec<(u64, bool)> {
+            std::iter::from_fn(|| v.poll_event())
+                .filter_map(|e| match e {
+                    ViewerEvent::Shown(s) => Some((s.seq, s.base_missing)),
+                    _ => None,
+                })
+                .collect()
+        };
+        viewer.handle_unit(now(), &units[0]);
+        assert_eq!(shown(&mut viewer), [(0, false)]);
+        if case == "waiting before" {
+            // Frame 3 names frame 2's picture, not yet here: it waits.
+            viewer.handle_unit(now(), &units[3]);
+            assert_eq!(shown(&mut viewer), []);
+        }
+        // Frame 1 is still being rebuilt when frame 2 comes.
+        viewer.handle_unit_after_loss(now(), &units[2]);
+        let mut seen = shown(&mut viewer);
+        if case == "waiting before" {
+            assert_eq!(
+                seen,
+                [(2, true), (3, true)],
+                "the waiting frame goes with it"
+            );
+            continue;
+        }
+        assert_eq!(seen, [(2, true)]);
+        viewer.handle_unit(now(), &units[1]);
+        assert_eq!(shown(&mut viewer), [(1, false)]);
+        if case == "a round trip later" {
+            set_clock(now() + RTT);
+        }
+        // Frame 3 names frame 2's picture, which this viewer dropped.
+        viewer.handle_unit(now(), &units[3]);
+        seen = shown(&mut viewer);
+        match case {
+            "at once" => assert_eq!(seen, [(3, true)], "not held for a picture given up"),
+            _ => assert_eq!(seen, [], "held: the picture may come again"),
+        }
     }
-    assert_eq!(units.len(), 4);
-    let mut viewer = welcomed_viewer(now());
-    while viewer.poll_event().is_some() {}
-    let shown = |v: &mut ViewerSession| -> Vec<(u64, bool)> {
-        std::iter::from_fn(|| v.poll_event())
-            .filter_map(|e| match e {
-                ViewerEvent::Shown(s) => Some((s.seq, s.base_missing)),
-                _ => None,
-            })
-            .collect()
-    };
-    viewer.handle_unit(now(), &units[0]);
-    // Frame 1 is still being rebuilt when frame 2 comes.
-    viewer.handle_unit_after_loss(now(), &units[2]);
-    assert_eq!(shown(&mut viewer), [(0, false), (2, true)]);
-    viewer.handle_unit(now(), &units[1]);
-    assert_eq!(shown(&mut viewer), [(1, false)]);
-    // Frame 3 names frame 2's picture, which will never come.
-    viewer.handle_unit(now(), &units[3]);
-    assert_eq!(
-        shown(&mut viewer),
-        [(3, true)],
-        "not held for a picture given up"
-    );
 }
 
 /// Where the transport makes lost packets good (datagrams with recovery shards), lost packets

@@ -2,7 +2,7 @@
 // on WebTransport streams of their own, so they may arrive out of order, and any may be lost.
 // Every delta names the checksum of the picture it applies to. The viewer keeps its last
 // pictures; holds a frame whose base has not arrived yet, for a while (not when that base is
-// the picture of a frame that did not apply); and drops a frame that a newer one overtook. The same rules as crates/session/src/viewer.rs.
+// the picture of a frame it just gave up); and drops a frame that a newer one overtook. The same rules as crates/session/src/viewer.rs.
 
 import * as v1 from "./v1";
 import { sameU64 } from "./checksum";
@@ -16,8 +16,10 @@ const BASE_WAIT_RTTS = 2;
 /** Frames held at once; beyond, the oldest is handled (its base reported missing). */
 const WAITING_MAX = 4;
 /**
- * Pictures of the last frames that did not apply, remembered so a frame named against one is
- * handled (reported missing) at once: this viewer dropped that picture, so it will never come.
+ * Pictures of frames that did not apply, remembered at most. A frame named against one that
+ * arrives within a round trip of it was made before the host learned of it, against a picture
+ * this viewer dropped: it is handled (reported missing) at once, not held. Later the picture
+ * may come again (a repair of a still screen makes the same one): such a frame waits.
  */
 const GIVEN_UP = 16;
 
@@ -98,7 +100,10 @@ export class UnitOrder {
   stale = 0;
   private newest = -1;
   private waiting: Waiting[] = [];
-  private givenUp: v1.U64[] = [];
+  /** Pictures given up, with when (ms), newest last. */
+  private givenUp: Array<{ sum: v1.U64; atMs: number }> = [];
+  /** The smallest round trip measured, as the last push gave it (ms). */
+  private rttMs = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
@@ -116,12 +121,14 @@ export class UnitOrder {
     this.timer = null;
   }
 
-  private gaveUp(sum: v1.U64): boolean {
-    return this.givenUp.some((s) => sameU64(s, sum));
+  /** Whether a frame named against `sum` that arrived at `recvMs` was made against a picture given up. */
+  private gaveUp(sum: v1.U64, recvMs: number): boolean {
+    return this.givenUp.some((g) => sameU64(g.sum, sum) && recvMs < g.atMs + this.rttMs);
   }
 
   /** A unit arrived. `rttMs` is the smallest round trip measured (0 when none yet). */
   push(recvMs: number, recvUs: number, packets: v1.Packet[], rttMs: number): void {
+    this.rttMs = rttMs;
     const { seq, base } = describe(packets);
     if (seq === null) {
       this.handle({ recvMs, recvUs, seq: -1, packets });
@@ -132,8 +139,7 @@ export class UnitOrder {
       return;
     }
     if (base !== null && !this.holds(base)) {
-      const wait = this.gaveUp(base) ? 0 : Math.max(BASE_WAIT_MS, BASE_WAIT_RTTS * rttMs);
-      const until = recvMs + wait;
+      const until = recvMs + Math.max(BASE_WAIT_MS, BASE_WAIT_RTTS * rttMs);
       this.waiting.push({ recvMs, recvUs, seq, packets, base, until });
       if (this.waiting.length > WAITING_MAX) this.run(this.waiting.shift()!);
       this.release();
@@ -148,15 +154,16 @@ export class UnitOrder {
       this.stale++;
       return;
     }
-    if (this.handle(u)) {
-      this.newest = u.seq;
+    const applied = this.handle(u);
+    if (applied) this.newest = u.seq;
+    const f = u.packets.find((p) => p.type === v1.T.Frame);
+    if (f === undefined || f.type !== v1.T.Frame) return;
+    if (applied) {
+      this.givenUp = this.givenUp.filter((g) => !sameU64(g.sum, f.checksum));
       return;
     }
-    const f = u.packets.find((p) => p.type === v1.T.Frame);
-    if (f !== undefined && f.type === v1.T.Frame) {
-      if (this.givenUp.length >= GIVEN_UP) this.givenUp.shift();
-      this.givenUp.push(f.checksum);
-    }
+    if (this.givenUp.length >= GIVEN_UP) this.givenUp.shift();
+    this.givenUp.push({ sum: f.checksum, atMs: this.nowMs() });
   }
 
   /** Handles the waiting units whose base is now held or whose time is up, oldest first. */
@@ -168,7 +175,7 @@ export class UnitOrder {
       const now = this.nowMs();
       let ready: Waiting | null = null;
       for (const w of this.waiting) {
-        const go = w.until <= now || this.holds(w.base) || this.gaveUp(w.base);
+        const go = w.until <= now || this.holds(w.base) || this.gaveUp(w.base, w.recvMs);
         if (go && (ready === null || w.seq < ready.seq)) ready = w;
       }
       if (ready === null) break;

@@ -39,7 +39,9 @@ test("a keyframe with a base, and unknown flag bits, are refused", () => {
 });
 
 const sum = (n) => ({ lo: n, hi: 0 });
-const frame = (seq, base) => [{ type: fw.T.Frame, seq, base: base === null ? null : sum(base), checksum: sum(1000 + seq) }];
+const frame = (seq, base, checksum = 1000 + seq) => [
+  { type: fw.T.Frame, seq, base: base === null ? null : sum(base), checksum: sum(checksum) },
+];
 
 function harness() {
   let now = 0;
@@ -94,18 +96,21 @@ test("units: more than four waiting: the oldest goes at once", () => {
   assert.deepEqual(h.handled, [10, -1]);
 });
 
-test("units: a frame named against one that did not apply is handled at once, not held", () => {
+test("units: a frame named against one that did not apply, within a round trip, is handled at once", () => {
   const h = harness();
-  const framed = (seq, base, checksum) => [{ type: fw.T.Frame, seq, base: sum(base), checksum: sum(checksum) }];
-  h.order.push(0, 0, framed(10, 510, 610), 0); // its base never comes
+  h.order.push(0, 0, frame(10, 510, 610), 20); // its base never comes: waits 40 ms
   assert.deepEqual(h.handled, []);
-  // At 30 ms frame 10's time is up (it does not apply), and frame 11, named against frame
-  // 10's picture, which this viewer never made, goes with it: no wait of its own.
-  h.at(30);
-  h.order.push(30, 30000, framed(11, 610, 611), 0);
+  // At 45 ms frame 10's time is up (it does not apply), and frame 11, named against frame
+  // 10's picture and arriving within a round trip, goes with it: no wait of its own.
+  h.at(45);
+  h.order.push(45, 45000, frame(11, 610, 611), 20);
   assert.deepEqual(h.handled, [10, 11]);
-  // One named against a picture that may still come waits as before.
-  h.order.push(31, 31000, framed(12, 700, 612), 0);
+  // A round trip after frame 11 was given up, a frame named against its picture may be
+  // named against a repair that made it again: it waits, as does one named against a
+  // picture that may still come.
+  h.at(70);
+  h.order.push(70, 70000, frame(12, 611, 612), 20);
+  h.order.push(70, 70000, frame(13, 700, 613), 20);
   assert.deepEqual(h.handled, [10, 11]);
   h.order.reset();
 });
