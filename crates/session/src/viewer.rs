@@ -29,9 +29,8 @@ pub const BASE_WAIT_RTTS: u64 = 2;
 /// 4 ms behind it, so a next frame sent right behind (catching up) may overtake them and
 /// report a base that is still being rebuilt: that costs a repair, not a stall, since the
 /// frames chained on the one reported are reported at once too ([`ViewerSession::given_up`]).
-/// Holding such
-/// frames 6 ms did not lower the p99 in `bench net` (BENCHMARKS.md, "Chained deltas where lost
-/// packets are made good").
+/// Holding such frames 6 ms did not lower the p99 in `bench net` (BENCHMARKS.md, "Chained
+/// deltas where lost packets are made good").
 pub const AFTER_LOSS_WAIT_US: u64 = 0;
 /// Frames held at once waiting for their base; beyond, the oldest is reported missing.
 const WAITING_MAX: usize = 4;
@@ -142,14 +141,18 @@ pub struct ViewerSession {
     waiting: Vec<Waiting>,
     /// The pictures of the last [`GIVEN_UP`] frames that did not apply (their base was not
     /// held, they could not be decoded, or their checksum did not verify), with when this
-    /// viewer answered them, newest last. A frame named against one that arrives within the
-    /// smallest round trip measured after that answer was made before the host learned of it,
-    /// against the picture this viewer dropped: it is reported at once, not held. Later,
-    /// the same picture may come again (the host's repair of a still screen makes the same
-    /// picture), so a frame named against it waits as any other. Without them, after a frame that came after a lost one was reported at once (its
-    /// base was only late: a one-datagram frame's recovery shards overtaken by the next
-    /// frame), the frames chained on it were each held two round trips for a picture this
-    /// viewer had dropped: at 80 ms and 5 % loss, p99s of 140–270 ms in `bench net`.
+    /// viewer answered them, newest last. A delta named against one (or an Unchanged naming
+    /// one) that arrives within the smallest round trip measured after that answer was made
+    /// before the host learned of it, against the picture this viewer dropped: it is reported
+    /// at once, not held. Later, the same picture may come again (the host's repair of a still
+    /// screen makes the same picture), so a frame named against it waits as any other. Each
+    /// frame of a chain given up starts its own window: a repair that overtakes a later link
+    /// of the chain may still be answered at once, which the host takes as a repair overtaken.
+    ///
+    /// Without them, after a frame that came after a lost one was reported at once (its base
+    /// was only late: a one-datagram frame's recovery shards overtaken by the next frame), the
+    /// frames chained on it were each held two round trips for a picture this viewer had
+    /// dropped: at 80 ms and 5 % loss, p99s of 108–200 ms in `bench net`.
     given_up: VecDeque<(u64, u64)>,
     /// Units fed and not yet taken in (they are, one at a time, as events are polled): when
     /// each arrived, its packets, and whether it came after a lost frame
@@ -363,8 +366,9 @@ impl ViewerSession {
         true
     }
 
-    /// Remembers that the picture `sum` of a frame that did not apply will never be held: the
-    /// frames named against it are reported missing at once, not held for it.
+    /// Remembers that this viewer answered, at `now`, a frame with picture `sum` that did not
+    /// apply: frames named against that picture arriving within the smallest round trip after
+    /// `now` are reported missing at once ([`ViewerSession::given_up`]).
     fn give_up(&mut self, sum: u64, now: u64) {
         if self.given_up.len() == GIVEN_UP {
             self.given_up.pop_front();

@@ -732,13 +732,20 @@ fn a_frame_after_a_lost_one_is_reported_missing_at_once() {
 
 /// A frame that came after one still being rebuilt is reported missing at once; the late one
 /// then applies. A frame chained on the one reported missing names a picture this viewer
-/// dropped: arriving within a round trip of that report (made before the host knew), it is
-/// reported at once too, not held two round trips for it, and so is one already waiting for
-/// it. Arriving later, it waits as any frame: the host's repair may make that picture again.
+/// dropped: arriving within the smallest round trip after that report (made before the host
+/// knew), it is reported at once too, not held two round trips for it, and so is one already
+/// waiting for it. Arriving later, or before a round trip is measured, it waits as any frame:
+/// the host's repair may make that picture again.
 #[test]
 fn a_frame_named_against_one_reported_missing_is_reported_at_once() {
     const RTT: u64 = 40_000;
-    for case in ["at once", "waiting before", "a round trip later"] {
+    for case in [
+        "at once",
+        "just within a round trip",
+        "waiting before",
+        "a round trip later",
+        "no round trip measured",
+    ] {
         let mut host = host(caps::ALL);
         set_clock(1_000_000);
         host.on_path_counters(100, 0, now());
@@ -752,12 +759,14 @@ fn a_frame_named_against_one_reported_missing_is_reported_at_once() {
         assert_eq!(units.len(), 4);
         let mut viewer = welcomed_viewer(now());
         // A round trip measured from a ping.
-        let pong = v1::Packet::Pong {
-            id: 1,
-            ping_sent_us: now() - RTT,
-            reply_us: now() - RTT / 2,
-        };
-        viewer.handle_bytes(now(), &pong.to_bytes());
+        if case != "no round trip measured" {
+            let pong = v1::Packet::Pong {
+                id: 1,
+                ping_sent_us: now() - RTT,
+                reply_us: now() - RTT / 2,
+            };
+            viewer.handle_bytes(now(), &pong.to_bytes());
+        }
         while viewer.poll_event().is_some() {}
         let shown = |v: &mut ViewerSession| -> Vec<(u64, bool)> {
             std::iter::from_fn(|| v.poll_event())
@@ -769,34 +778,47 @@ fn a_frame_named_against_one_reported_missing_is_reported_at_once() {
         };
         viewer.handle_unit(now(), &units[0]);
         assert_eq!(shown(&mut viewer), [(0, false)]);
-        if case == "waiting before" {
+        let waiting_before = case == "waiting before" || case == "no round trip measured";
+        if waiting_before {
             // Frame 3 names frame 2's picture, not yet here: it waits.
             viewer.handle_unit(now(), &units[3]);
             assert_eq!(shown(&mut viewer), []);
+            set_clock(now() + 1_000);
         }
         // Frame 1 is still being rebuilt when frame 2 comes.
         viewer.handle_unit_after_loss(now(), &units[2]);
         let mut seen = shown(&mut viewer);
-        if case == "waiting before" {
-            assert_eq!(
-                seen,
-                [(2, true), (3, true)],
-                "the waiting frame goes with it"
-            );
-            continue;
+        match case {
+            "waiting before" => {
+                assert_eq!(
+                    seen,
+                    [(2, true), (3, true)],
+                    "the waiting frame goes with it"
+                );
+                continue;
+            }
+            "no round trip measured" => {
+                assert_eq!(seen, [(2, true)], "with no round trip, frame 3 still waits");
+                continue;
+            }
+            _ => {}
         }
         assert_eq!(seen, [(2, true)]);
         viewer.handle_unit(now(), &units[1]);
         assert_eq!(shown(&mut viewer), [(1, false)]);
-        if case == "a round trip later" {
-            set_clock(now() + RTT);
+        match case {
+            "a round trip later" => set_clock(now() + RTT),
+            "just within a round trip" => set_clock(now() + RTT - 1),
+            _ => {}
         }
         // Frame 3 names frame 2's picture, which this viewer dropped.
         viewer.handle_unit(now(), &units[3]);
         seen = shown(&mut viewer);
         match case {
-            "at once" => assert_eq!(seen, [(3, true)], "not held for a picture given up"),
-            _ => assert_eq!(seen, [], "held: the picture may come again"),
+            "at once" | "just within a round trip" => {
+                assert_eq!(seen, [(3, true)], "{case}: not held for a picture given up")
+            }
+            _ => assert_eq!(seen, [], "{case}: held, the picture may come again"),
         }
     }
 }

@@ -2,7 +2,9 @@
 // on WebTransport streams of their own, so they may arrive out of order, and any may be lost.
 // Every delta names the checksum of the picture it applies to. The viewer keeps its last
 // pictures; holds a frame whose base has not arrived yet, for a while (not when that base is
-// the picture of a frame it just gave up); and drops a frame that a newer one overtook. The same rules as crates/session/src/viewer.rs.
+// the picture of a frame that did not apply and the frame arrived within the smallest round
+// trip after this viewer answered it); and drops a frame that a newer one overtook. The same
+// rules as crates/session/src/viewer.rs.
 
 import * as v1 from "./v1";
 import { sameU64 } from "./checksum";
@@ -17,9 +19,10 @@ const BASE_WAIT_RTTS = 2;
 const WAITING_MAX = 4;
 /**
  * Pictures of frames that did not apply, remembered at most. A frame named against one that
- * arrives within a round trip of it was made before the host learned of it, against a picture
- * this viewer dropped: it is handled (reported missing) at once, not held. Later the picture
- * may come again (a repair of a still screen makes the same one): such a frame waits.
+ * arrives within the smallest round trip measured after this viewer answered it was made
+ * before the host learned of it, against a picture this viewer dropped: it is handled
+ * (reported missing) at once, not held. Later the picture may come again (a repair of a still
+ * screen makes the same one): such a frame waits. Before a round trip is measured, none is.
  */
 const GIVEN_UP = 16;
 
@@ -123,6 +126,7 @@ export class UnitOrder {
 
   /** Whether a frame named against `sum` that arrived at `recvMs` was made against a picture given up. */
   private gaveUp(sum: v1.U64, recvMs: number): boolean {
+    if (this.rttMs <= 0) return false;
     return this.givenUp.some((g) => sameU64(g.sum, sum) && recvMs < g.atMs + this.rttMs);
   }
 

@@ -108,10 +108,32 @@ test("units: a frame named against one that did not apply, within a round trip, 
   // A round trip after frame 11 was given up, a frame named against its picture may be
   // named against a repair that made it again: it waits, as does one named against a
   // picture that may still come.
-  h.at(70);
-  h.order.push(70, 70000, frame(12, 611, 612), 20);
-  h.order.push(70, 70000, frame(13, 700, 613), 20);
+  h.at(65);
+  h.order.push(65, 65000, frame(12, 611, 612), 20);
+  h.order.push(65, 65000, frame(13, 700, 613), 20);
   assert.deepEqual(h.handled, [10, 11]);
+  h.order.reset();
+});
+
+test("units: just within the round trip a frame goes at once", () => {
+  const h = harness();
+  h.order.push(0, 0, frame(10, 510, 610), 20);
+  h.at(45); // frame 10's time is up: it does not apply
+  h.order.push(45, 45000, frame(11, 999, 611), 20); // waits for a picture that may come
+  assert.deepEqual(h.handled, [10]);
+  h.at(64.9);
+  h.order.push(64.9, 64900, frame(12, 610, 612), 20);
+  assert.deepEqual(h.handled, [10, 12]);
+  h.order.reset();
+});
+
+test("units: with no round trip measured, a frame waiting for a picture given up still waits", () => {
+  const h = harness();
+  h.order.push(0, 0, frame(10, 510, 610), 0); // waits 25 ms
+  h.order.push(10, 10000, frame(12, 610, 612), 0); // named against frame 10's picture
+  h.at(30); // frame 10's time is up: it does not apply
+  h.order.push(30, 30000, frame(13, 999, 613), 0);
+  assert.deepEqual(h.handled, [10]);
   h.order.reset();
 });
 
