@@ -684,24 +684,39 @@ fn frames_that_come_before_the_welcome_wait_for_it() {
     assert_eq!(viewer.stale_frames(), 1);
 }
 
+/// `n` frames from a host on a path that has lost nothing, so each delta chains on the frame
+/// sent before: the units as the transport would carry them, a keyframe first.
+fn chained_units(n: usize) -> Vec<Vec<u8>> {
+    let mut host = host(caps::ALL);
+    host.on_path_counters(100, 0, now());
+    let mut src = Source::new();
+    let mut units = Vec::new();
+    for _ in 0..n {
+        let f = src.frame(now(), false);
+        units.extend(offer(&mut host, &f).1);
+    }
+    assert_eq!(units.len(), n);
+    units
+}
+
+/// The frames the viewer reported since the last call: (seq, base missing).
+fn shown_base_missing(v: &mut ViewerSession) -> Vec<(u64, bool)> {
+    std::iter::from_fn(|| v.poll_event())
+        .filter_map(|e| match e {
+            ViewerEvent::Shown(s) => Some((s.seq, s.base_missing)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A delta chained on a frame that was lost waits for that base for a while (it may be on a
 /// stream still crossing); one the transport says came after a lost frame (datagrams) is
 /// reported missing at once, so the host repairs it a round trip or two sooner.
 #[test]
 fn a_frame_after_a_lost_one_is_reported_missing_at_once() {
     for after_loss in [false, true] {
-        let mut host = host(caps::ALL);
         set_clock(1_000);
-        // A path that has lost nothing: frames chain on the one sent before.
-        host.on_path_counters(100, 0, now());
-        let mut src = Source::new();
-        let mut units = Vec::new();
-        for _ in 0..3 {
-            let f = src.frame(now(), false);
-            let (_, u) = offer(&mut host, &f);
-            units.extend(u);
-        }
-        assert_eq!(units.len(), 3);
+        let units = chained_units(3);
         let mut viewer = welcomed_viewer(now());
         while viewer.poll_event().is_some() {}
         // The keyframe comes; the first delta is lost; the second names it.
@@ -710,21 +725,17 @@ fn a_frame_after_a_lost_one_is_reported_missing_at_once() {
             true => viewer.handle_unit_after_loss(now(), &units[2]),
             false => viewer.handle_unit(now(), &units[2]),
         }
-        let shown = |v: &mut ViewerSession| -> Vec<(u64, bool)> {
-            std::iter::from_fn(|| v.poll_event())
-                .filter_map(|e| match e {
-                    ViewerEvent::Shown(s) => Some((s.seq, s.base_missing)),
-                    _ => None,
-                })
-                .collect()
-        };
         match after_loss {
-            true => assert_eq!(shown(&mut viewer), [(0, false), (2, true)]),
+            true => assert_eq!(shown_base_missing(&mut viewer), [(0, false), (2, true)]),
             false => {
-                assert_eq!(shown(&mut viewer), [(0, false)], "held for its base");
+                assert_eq!(
+                    shown_base_missing(&mut viewer),
+                    [(0, false)],
+                    "held for its base"
+                );
                 set_clock(now() + BASE_WAIT_US);
                 viewer.handle_timeout(now());
-                assert_eq!(shown(&mut viewer), [(2, true)]);
+                assert_eq!(shown_base_missing(&mut viewer), [(2, true)]);
             }
         }
     }
@@ -746,17 +757,8 @@ fn a_frame_named_against_one_reported_missing_is_reported_at_once() {
         "a round trip later",
         "no round trip measured",
     ] {
-        let mut host = host(caps::ALL);
         set_clock(1_000_000);
-        host.on_path_counters(100, 0, now());
-        let mut src = Source::new();
-        let mut units = Vec::new();
-        for _ in 0..4 {
-            let f = src.frame(now(), false);
-            let (_, u) = offer(&mut host, &f);
-            units.extend(u);
-        }
-        assert_eq!(units.len(), 4);
+        let units = chained_units(4);
         let mut viewer = welcomed_viewer(now());
         // A round trip measured from a ping.
         if case != "no round trip measured" {
@@ -768,26 +770,18 @@ fn a_frame_named_against_one_reported_missing_is_reported_at_once() {
             viewer.handle_bytes(now(), &pong.to_bytes());
         }
         while viewer.poll_event().is_some() {}
-        let shown = |v: &mut ViewerSession| -> Vec<(u64, bool)> {
-            std::iter::from_fn(|| v.poll_event())
-                .filter_map(|e| match e {
-                    ViewerEvent::Shown(s) => Some((s.seq, s.base_missing)),
-                    _ => None,
-                })
-                .collect()
-        };
         viewer.handle_unit(now(), &units[0]);
-        assert_eq!(shown(&mut viewer), [(0, false)]);
+        assert_eq!(shown_base_missing(&mut viewer), [(0, false)]);
         let waiting_before = case == "waiting before" || case == "no round trip measured";
         if waiting_before {
             // Frame 3 names frame 2's picture, not yet here: it waits.
             viewer.handle_unit(now(), &units[3]);
-            assert_eq!(shown(&mut viewer), []);
+            assert_eq!(shown_base_missing(&mut viewer), []);
             set_clock(now() + 1_000);
         }
         // Frame 1 is still being rebuilt when frame 2 comes.
         viewer.handle_unit_after_loss(now(), &units[2]);
-        let mut seen = shown(&mut viewer);
+        let mut seen = shown_base_missing(&mut viewer);
         match case {
             "waiting before" => {
                 assert_eq!(
@@ -805,7 +799,7 @@ fn a_frame_named_against_one_reported_missing_is_reported_at_once() {
         }
         assert_eq!(seen, [(2, true)]);
         viewer.handle_unit(now(), &units[1]);
-        assert_eq!(shown(&mut viewer), [(1, false)]);
+        assert_eq!(shown_base_missing(&mut viewer), [(1, false)]);
         match case {
             "a round trip later" => set_clock(now() + RTT),
             "just within a round trip" => set_clock(now() + RTT - 1),
@@ -813,7 +807,7 @@ fn a_frame_named_against_one_reported_missing_is_reported_at_once() {
         }
         // Frame 3 names frame 2's picture, which this viewer dropped.
         viewer.handle_unit(now(), &units[3]);
-        seen = shown(&mut viewer);
+        seen = shown_base_missing(&mut viewer);
         match case {
             "at once" | "just within a round trip" => {
                 assert_eq!(seen, [(3, true)], "{case}: not held for a picture given up")
