@@ -90,6 +90,10 @@ pub struct CellResult {
     /// the one sent before a skip); the rest were the shared deltas, keyframes or Unchanged.
     pub host_frames: u64,
     pub host_rebased: u64,
+    /// Packets the emulated link's own devices dropped before its relay read them (their
+    /// queue was full), host → viewer and back, over the whole cell: losses the cell was not
+    /// set to have ([`Link::device_drops`]).
+    pub device_drops: (u64, u64),
     /// Host: capture, encode, send; viewer: decode, apply; the rest of capture → applied
     /// (averages, ms).
     pub capture_ms: f64,
@@ -252,6 +256,7 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         .join()
         .map_err(|_| anyhow::anyhow!("burst thread panicked"))??;
     let (ab, _) = link.counters();
+    let device_drops = link.device_drops()?;
     let (s, start, stop) = viewer;
     let window_s = (stop - start) as f64 / 1e6;
     let shown = shown.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -292,6 +297,7 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         datagram_recovered: s.datagram_recovered,
         host_frames: report.viewers.first().map_or(0, |v| v.frames_planned),
         host_rebased: report.viewers.first().map_or(0, |v| v.rebased),
+        device_drops,
         datagram_lost: s.datagram_lost,
         capture_ms: report.capture.avg,
         encode_ms: encode,
@@ -390,6 +396,17 @@ fn print_row(r: &CellResult) {
             "  datagrams: {} frames rebuilt with recovery shards, {} lost (too few shards, or none came); \
              over the whole cell, the host made {} of its {} frames for this viewer alone",
             r.datagram_recovered, r.datagram_lost, r.host_rebased, r.host_frames
+        );
+    } else {
+        println!(
+            "  over the whole cell, the host made {} of its {} frames for this viewer alone",
+            r.host_rebased, r.host_frames
+        );
+    }
+    if r.device_drops != (0, 0) {
+        println!(
+            "  the link's devices dropped {} packets host → viewer and {} back, their queues full (not the loss set)",
+            r.device_drops.0, r.device_drops.1
         );
     }
 }

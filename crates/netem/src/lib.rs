@@ -27,6 +27,7 @@
 //! | `counters.rs`    | [`DirectionCounters`]: where every packet went                     |
 //! | `shaper.rs`      | rate limits: the `tbf` command and its burst and latency choices   |
 //! | `tun.rs`         | a TUN device: create, read a packet, write a packet                |
+//! | `device.rs`      | the TUN devices' own drops, before the relay read them             |
 //! | `namespace.rs`   | `ip netns add`/`del`, and [`in_namespace`]                         |
 //! | `cmd.rs`         | running `ip`/`tc` with exit codes and stderr checked               |
 //! | `available.rs`   | [`available`]: can a link be built here, and if not, why          |
@@ -34,13 +35,14 @@
 //!
 //! Every queue is bounded and every drop is counted: the delay queue (10 000 packets or
 //! 16 MiB per direction, `queue_full`), the tbf queue (100 ms at the rate; the kernel counts
-//! its drops in `tc -s qdisc`), and the TUN device's own queue (its txqueuelen, 500; drops in
-//! `ip -s link`).
+//! its drops in `tc -s qdisc`), and the TUN device's own queue (its txqueuelen,
+//! [`TXQUEUELEN`]: 10 000 packets; its drops in [`Link::device_drops`]).
 
 mod available;
 mod cmd;
 mod counters;
 mod delay_queue;
+mod device;
 mod error;
 mod impairment;
 mod link;
@@ -55,7 +57,7 @@ pub use counters::DirectionCounters;
 pub use delay_queue::{MAX_BYTES as QUEUE_MAX_BYTES, MAX_PACKETS as QUEUE_MAX_PACKETS};
 pub use error::NetemError;
 pub use impairment::Impairment;
-pub use link::{Link, LinkConfig, MTU, TUN_NAME};
+pub use link::{Link, LinkConfig, MTU, TUN_NAME, TXQUEUELEN};
 pub use namespace::in_namespace;
 pub use shaper::{
     burst_bytes as tbf_burst_bytes, LATENCY_MS as TBF_LATENCY_MS,

@@ -447,3 +447,53 @@ fn a_tokio_runtime_run_inside_a_namespace_serves_there() {
         assert_eq!(from.ip(), link.addr_a());
     });
 }
+
+/// Asks for a receive buffer of `bytes` on `sock` (forced: the tests run as root).
+fn force_rcvbuf(sock: &UdpSocket, bytes: usize) {
+    use std::os::fd::AsRawFd;
+    let v = bytes as libc::c_int;
+    // SAFETY: `sock` is an open socket; `v` is a c_int of the length given.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0, "SO_RCVBUFFORCE: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn a_burst_of_more_packets_than_the_kernels_default_device_queue_crosses_whole() {
+    require_link_support!();
+    // A frame of 3.6 MB sent at once, as QUIC sends one: more packets than a device holds by
+    // default (500), all written before the relay has read many of them.
+    const BURST: u32 = 3_000;
+    let link = Link::start(LinkConfig::unique("burst")).unwrap();
+    let (sa, sb) = udp_pair(&link);
+    force_rcvbuf(&sb, 32 << 20);
+    let dest = sb.local_addr().unwrap();
+    let done = AtomicBool::new(false);
+    let got = std::thread::scope(|s| {
+        let receiver = s.spawn(|| collect_seqs(&sb, &done));
+        let finished = SetOnDrop(&done);
+        let mut msg = [0u8; 1200];
+        for seq in 0..BURST {
+            msg[..4].copy_from_slice(&seq.to_be_bytes());
+            sa.send_to(&msg, dest).unwrap();
+        }
+        drop(finished);
+        receiver.join().unwrap()
+    });
+    let (ab, _) = idle_counters(&link);
+    let (dropped_ab, _) = link.device_drops().unwrap();
+    let received = got.iter().collect::<HashSet<_>>().len() as u64;
+    eprintln!("burst of {BURST}: {received} received, {dropped_ab} dropped by A's device; {ab:?}");
+    // Every packet sent is either read by the relay or counted as dropped by the device.
+    assert_eq!(ab.packets_in + dropped_ab, BURST as u64, "{ab:?}");
+    assert_accounted(&ab);
+    assert_eq!(dropped_ab, 0, "the device's queue held the burst");
+    assert_eq!(received, BURST as u64);
+}
