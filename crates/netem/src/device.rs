@@ -39,7 +39,7 @@ mod tests {
     /// packet and drop counts of a `bench net` cell (a colour Mandelbrot zoom over QUIC at a
     /// queue of 500 packets): 33 846 of 204 274 packets dropped.
     const IP_S_LINK: &str = "\
-3: fwnetem0: <POINTOPOINT,MULTICAST,NOARP,UP,LOWER_UP> mtu 1500 qdisc fq_codel state UNKNOWN mode DEFAULT group default qlen 500
+2: fwnetem0: <POINTOPOINT,MULTICAST,NOARP,UP,LOWER_UP> mtu 1500 qdisc pfifo_fast state UNKNOWN mode DEFAULT group default qlen 500
     link/none 
     RX:  bytes packets errors dropped  missed   mcast           
       1748822   37653      0       0       0       0 
