@@ -19,6 +19,12 @@ pub enum NetemError {
     },
     #[error("invalid link configuration: {0}")]
     Config(String),
+    #[error("`{cmd}` printed no {what}: {output:?}")]
+    Output {
+        cmd: String,
+        what: &'static str,
+        output: String,
+    },
 }
 
 impl NetemError {

@@ -23,11 +23,11 @@ pub const MTU: u32 = 1500;
 /// Packets each TUN device holds for the relay to read (its txqueuelen), as many as the
 /// relay's delay queue ([`crate::QUEUE_MAX_PACKETS`]). The relay is a program: on two busy
 /// cores it is sometimes not running when a burst arrives, where a real link's wire would be.
-/// At the kernel's default of 500 the device dropped what it could not hold. A colour frame of
-/// a Mandelbrot zoom (1.7 MB, 1 200 packets, sent in one burst by QUIC) then lost 15 % of its
-/// packets on a link set to lose none, while TCP, which keeps only a few packets in the
-/// device at once, lost almost none (BENCHMARKS.md, "The emulated link's own drops").
-pub const TXQUEUELEN: u32 = 10_000;
+/// At the kernel's default of 500 the device dropped what it could not hold. Colour frames of
+/// a Mandelbrot zoom (1.7 MB, 1 200 packets, each sent in one burst by QUIC) then lost about
+/// 14 % of their packets on a link set to lose none; TCP lost 508 packets in a cell with the
+/// same settings (BENCHMARKS.md, "The emulated link's own drops").
+pub const TXQUEUELEN: u32 = crate::QUEUE_MAX_PACKETS as u32;
 
 /// Seed salts of the two directions (B→A's is an arbitrary odd constant), so one seed in both
 /// directions does not lose the same packet numbers both ways.
