@@ -71,6 +71,7 @@ pub struct Cell {
 pub struct CellResult {
     #[serde(flatten)]
     pub cell: Cell,
+    /// NaN (`null` in JSON) when no picture was applied in the window.
     pub e2e_ms_p50: f64,
     pub e2e_ms_p99: f64,
     /// Exact pictures shown per second over the measuring window.
@@ -289,8 +290,8 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
     let (decode, apply) = (ms(&s.decompress_us), ms(&s.apply_us));
     Ok(CellResult {
         cell: c.clone(),
-        e2e_ms_p50: s.e2e_us.percentile(50.0).unwrap_or(0.0) / 1000.0,
-        e2e_ms_p99: s.e2e_us.percentile(99.0).unwrap_or(0.0) / 1000.0,
+        e2e_ms_p50: percentile_ms(&s.e2e_us, 50.0),
+        e2e_ms_p99: percentile_ms(&s.e2e_us, 99.0),
         fps_shown: exact as f64 / window_s,
         source_fps: a.fps,
         exact_after_burst_ms: recovered,
@@ -367,6 +368,13 @@ fn cells(a: &BenchNetArgs) -> anyhow::Result<Vec<Cell>> {
     Ok(out)
 }
 
+/// The `p`th percentile of `w` (µs) in ms; NaN when it holds no sample (no picture in the
+/// window: the viewer never got in, say). That is not a latency of 0: NaN prints as such and
+/// fails every bound it is compared with.
+fn percentile_ms(w: &SampleWindow, p: f64) -> f64 {
+    w.percentile(p).unwrap_or(f64::NAN) / 1000.0
+}
+
 fn print_row(r: &CellResult) {
     let c = &r.cell;
     let rate = c.rate_mbit.map_or("unlim".to_string(), |m| format!("{m}M"));
@@ -394,6 +402,9 @@ fn print_row(r: &CellResult) {
         r.checksum_failures,
         r.bases_missing
     );
+    if r.e2e_ms_p99.is_nan() {
+        println!("  no picture reached the viewer in the measuring window (see the log)");
+    }
     let datagrams = if c.transport == Transport::QuicDgram {
         format!(
             "datagrams: {} frames rebuilt with recovery shards, {} lost (too few shards, or none came); ",
@@ -572,5 +583,16 @@ mod tests {
         assert!(unknown.contains("file:PATH"), "{unknown}");
         assert_eq!(label("file:corpus/browser-scroll.fwrec"), "browser-scroll");
         assert_eq!(label("typing"), "typing");
+    }
+
+    #[test]
+    fn a_cell_without_pictures_has_no_latency_and_meets_no_bound() {
+        let mut w = SampleWindow::new(16);
+        let p99 = percentile_ms(&w, 99.0);
+        assert!(p99.is_nan());
+        // Neither at nor under any bound.
+        assert_eq!(p99.partial_cmp(&50.0), None);
+        w.push(12_000.0);
+        assert_eq!(percentile_ms(&w, 99.0), 12.0);
     }
 }
