@@ -259,7 +259,7 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
     let (ab, _) = link.counters();
     let device_drops = link
         .device_drops()
-        .map_err(|e| tracing::warn!(error = %e, "bench net: the link's device drops unread"))
+        .inspect_err(|e| tracing::warn!(error = %e, "bench net: the link's device drops unread"))
         .ok();
     let (s, start, stop) = viewer;
     let window_s = (stop - start) as f64 / 1e6;

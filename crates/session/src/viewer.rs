@@ -351,12 +351,20 @@ impl ViewerSession {
         let before = self.waiting.len();
         self.waiting.retain(|w| newest.is_none_or(|n| w.seq > n));
         self.stale += (before - self.waiting.len()) as u64;
+        // Before a round trip is measured, no frame is taken to be named against a picture
+        // given up (nor looked up when none was).
+        let rtt = match self.given_up.is_empty() {
+            true => None,
+            false => self.offset.min_rtt_us(),
+        };
         let ready = self
             .waiting
             .iter()
             .enumerate()
             .filter(|(_, w)| {
-                self.sum == Some(w.base) || w.until <= now || self.gave_up(w.base, w.recv_us)
+                self.sum == Some(w.base)
+                    || w.until <= now
+                    || rtt.is_some_and(|rtt| self.gave_up(w.base, w.recv_us, rtt))
             })
             .min_by_key(|(_, w)| w.seq)
             .map(|(i, _)| i);
@@ -377,12 +385,9 @@ impl ViewerSession {
     }
 
     /// Whether a frame named against picture `base` that arrived at `recv_us` was made before
-    /// the host learned that this viewer gave that picture up (see [`ViewerSession::given_up`]).
-    /// Before a round trip is measured, none is taken to be.
-    fn gave_up(&self, base: u64, recv_us: u64) -> bool {
-        let Some(rtt) = self.offset.min_rtt_us() else {
-            return false;
-        };
+    /// the host learned that this viewer gave that picture up (see [`ViewerSession::given_up`]),
+    /// `rtt` being the smallest round trip measured.
+    fn gave_up(&self, base: u64, recv_us: u64, rtt: u64) -> bool {
         self.given_up
             .iter()
             .any(|&(s, at)| s == base && recv_us < at + rtt)
@@ -665,7 +670,8 @@ impl ViewerSession {
             }
         }
         if !ok {
-            self.give_up(h.checksum, (self.clock)());
+            // Answered at `t2`, the time its ACK carries.
+            self.give_up(h.checksum, t2);
         }
         self.ack_and_show(
             Shown {

@@ -160,6 +160,8 @@ export class UnitOrder {
     }
     const applied = this.handle(u);
     if (applied) this.newest = u.seq;
+    // Applied with nothing given up (nearly always): nothing to forget, no frame to look for.
+    if (applied && this.givenUp.length === 0) return;
     const f = u.packets.find((p) => p.type === v1.T.Frame);
     if (f === undefined || f.type !== v1.T.Frame) return;
     if (applied) {
