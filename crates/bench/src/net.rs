@@ -91,6 +91,13 @@ pub struct CellResult {
     /// the one sent before a skip); the rest were the shared deltas, keyframes or Unchanged.
     pub host_frames: u64,
     pub host_rebased: u64,
+    /// Of those, the deltas against the acknowledged picture that answered a loss, and the
+    /// stall probes; the rest followed a skip.
+    pub host_repairs: u64,
+    pub host_probes: u64,
+    /// Frames the host's capture passed over (no viewer took them; the next one's delta was
+    /// made against a picture the viewer took; `frames_passed_over`), over the whole cell.
+    pub host_passed_over: u64,
     /// Packets the emulated link's own devices dropped before its relay read them (their
     /// queue was full), host → viewer and back, over the whole cell: losses the cell was not
     /// set to have ([`Link::device_drops`]); `None` when they could not be read.
@@ -301,6 +308,16 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         datagram_recovered: s.datagram_recovered,
         host_frames: report.viewers.first().map_or(0, |v| v.frames_planned),
         host_rebased: report.viewers.first().map_or(0, |v| v.rebased),
+        host_repairs: report.viewers.first().map_or(0, |v| v.rebased_repairs),
+        host_probes: report.viewers.first().map_or(0, |v| v.stall_probes),
+        host_passed_over: {
+            let name = match c.colour {
+                true => "colour_frames_passed_over",
+                false => "frames_passed_over",
+            };
+            let found = report.counters.iter().find(|(k, _)| k == name);
+            found.map_or(0, |(_, v)| *v)
+        },
         device_drops,
         datagram_lost: s.datagram_lost,
         capture_ms: report.capture.avg,
@@ -418,8 +435,15 @@ fn print_row(r: &CellResult) {
         String::new()
     };
     println!(
-        "  {datagrams}over the whole cell, the host made {} of its {} frames for this viewer alone",
-        r.host_rebased, r.host_frames
+        "  {datagrams}over the whole cell, the host made {} of its {} frames for this viewer alone ({} answered a loss, {} stall probes){}",
+        r.host_rebased,
+        r.host_frames,
+        r.host_repairs,
+        r.host_probes,
+        match r.host_passed_over {
+            0 => String::new(),
+            n => format!(", and passed over {n} no viewer took"),
+        }
     );
     match r.device_drops {
         Some((0, 0)) => {}

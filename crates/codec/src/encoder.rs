@@ -124,6 +124,15 @@ impl HostEncoder {
         self.prev.as_deref().map(|v| &v[..])
     }
 
+    /// The next delta is made against `picture` (an older picture of the same size, whose row
+    /// hashes are `rows`) instead of the last one encoded: a viewer holds it, and none took the
+    /// last. Returns the reference it replaces, so its buffer can be reused.
+    pub fn set_reference(&mut self, picture: SharedPicture, rows: &[u64]) -> Option<SharedPicture> {
+        self.prev_rows.clear();
+        self.prev_rows.extend_from_slice(rows);
+        self.prev.replace(picture)
+    }
+
     /// Encodes `cur`; the payload (if any) is written to `out`. `cur` becomes the reference
     /// for the next frame; the previous reference is returned so its buffer can be reused.
     pub fn encode(
@@ -359,6 +368,49 @@ mod tests {
                 prop_assert_eq!(pic.to_vec(), f.clone());
                 prop_assert_eq!(pic.checksum(), crate::checksum::picture_checksum(&f, 8));
                 prev = Some(f);
+            }
+        }
+
+        /// Pictures a viewer did not take are passed over: the next delta is made against the
+        /// newest picture it took (`set_reference`), and the viewer, which applied only those,
+        /// reconstructs every picture it takes exactly.
+        #[test]
+        fn a_delta_against_a_picture_set_back_applies_to_it(
+            frames in proptest::collection::vec(proptest::collection::vec(0u8..4, 48), 2..12),
+            taken in proptest::collection::vec(any::<bool>(), 12),
+            rects in any::<bool>(),
+        ) {
+            let codec = BlockCodec::Lz4;
+            let mut e = HostEncoder::new(codec, 0).with_rects(rects);
+            let mut pic = Picture::new(8, 6);
+            let mut out = Vec::new();
+            // The newest picture the viewer took, and its row hashes.
+            let mut held: Option<(Arc<Vec<u8>>, Vec<u64>)> = None;
+            let mut last_taken = true;
+            for (i, f) in frames.iter().enumerate() {
+                // The first picture is taken (the viewer's keyframe).
+                let take = i == 0 || taken[i];
+                if !last_taken {
+                    let (p, h) = held.as_ref().expect("the first picture was taken");
+                    e.set_reference(p.clone(), h);
+                }
+                let mut hashes = Vec::new();
+                crate::checksum::row_hashes(f, 8, &mut hashes);
+                let cur = Arc::new(f.clone());
+                let (enc, _) = e.encode_hashed(cur.clone(), 8, &hashes, &mut out).unwrap();
+                last_taken = take;
+                if !take {
+                    continue;
+                }
+                match enc.kind {
+                    EncodedKind::Unchanged => {}
+                    EncodedKind::Keyframe(_) => { pic.decode(true, codec, &out).unwrap(); pic.apply(); }
+                    EncodedKind::Delta => { prop_assert!(false, "hashed deltas are row or rect deltas"); }
+                    EncodedKind::RowDelta => { pic.decode_rows(codec, &out).unwrap(); pic.apply(); }
+                    EncodedKind::RectDelta => { pic.decode_rects(codec, &out).unwrap(); pic.apply(); }
+                }
+                prop_assert_eq!(pic.to_vec(), f.clone(), "picture {}", i);
+                held = Some((cur, hashes));
             }
         }
     }

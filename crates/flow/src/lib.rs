@@ -25,5 +25,5 @@ pub use limit::InflightLimit;
 pub use loss::LossWatch;
 pub use ping::PingSchedule;
 pub use rate::{DeliveryRate, LinkEstimate};
-pub use rebase_cost::RebaseCost;
+pub use rebase_cost::{RebaseCost, COSTLY_US};
 pub use viewer::{AckOutcome, Bases, FrameInfo, Plan, ViewerFlow, ViewerFlowStats};

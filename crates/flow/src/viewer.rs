@@ -93,6 +93,10 @@ pub struct ViewerFlowStats {
     /// Deltas made for this viewer against a picture it holds, where a viewer without named
     /// bases gets a keyframe (it skipped frames, or lost one).
     pub rebased: u64,
+    /// Of those, deltas against the picture it acknowledged made to answer a loss (a frame
+    /// reported missing, or a path counted lossy); the rest followed a skip, or were stall
+    /// probes.
+    pub rebased_repairs: u64,
     /// Frames the viewer could not apply because a frame before them was lost (ACK status 3).
     pub bases_missing: u64,
     /// Frames sent beyond the byte budget while the viewer's ACKs had stopped, made against
@@ -110,7 +114,7 @@ pub struct ViewerFlowStats {
 // struct and not here fails to compile, so neither `/metrics` nor the totals can miss it.
 impl ViewerFlowStats {
     /// Each figure by name (the names `/metrics` uses), in declaration order.
-    pub fn fields(&self) -> [(&'static str, u64); 16] {
+    pub fn fields(&self) -> [(&'static str, u64); 17] {
         let ViewerFlowStats {
             frames_planned,
             keyframes,
@@ -124,6 +128,7 @@ impl ViewerFlowStats {
             keyframe_requests,
             refresh_keyframes,
             rebased,
+            rebased_repairs,
             bases_missing,
             stall_probes,
             acknowledged_lost,
@@ -142,6 +147,7 @@ impl ViewerFlowStats {
             ("keyframe_requests", keyframe_requests),
             ("refresh_keyframes", refresh_keyframes),
             ("rebased", rebased),
+            ("rebased_repairs", rebased_repairs),
             ("bases_missing", bases_missing),
             ("stall_probes", stall_probes),
             ("acknowledged_lost", acknowledged_lost),
@@ -164,6 +170,7 @@ impl ViewerFlowStats {
             keyframe_requests,
             refresh_keyframes,
             rebased,
+            rebased_repairs,
             bases_missing,
             stall_probes,
             acknowledged_lost,
@@ -181,6 +188,7 @@ impl ViewerFlowStats {
         self.keyframe_requests += keyframe_requests;
         self.refresh_keyframes += refresh_keyframes;
         self.rebased += rebased;
+        self.rebased_repairs += rebased_repairs;
         self.bases_missing += bases_missing;
         self.stall_probes += stall_probes;
         self.acknowledged_lost += acknowledged_lost;
@@ -558,9 +566,12 @@ impl ViewerFlow {
             Some(b) => Plan::Rebased { base: b },
             None => Plan::Keyframe { forced: true },
         };
+        // A delta against the acknowledged picture that answers a loss.
+        let mut repair = false;
         let plan = if self.keyframe_requested {
             Plan::Keyframe { forced: true }
         } else if self.rebase_requested {
+            repair = true;
             rebase(bases.acknowledged)
         } else if self.probe_allowed.is_some() && bases.acknowledged.is_some() {
             self.stats.stall_probes += 1;
@@ -576,6 +587,7 @@ impl ViewerFlow {
             .acknowledged
             .filter(|&a| bases.prefer_acknowledged && Some(a) != self.reference)
         {
+            repair = true;
             rebase(Some(a))
         } else if f.delta_base.is_some() && f.delta_base == self.reference {
             if self.refresh_every > 0 && self.deltas_since_key >= self.refresh_every {
@@ -605,6 +617,7 @@ impl ViewerFlow {
             Plan::Unchanged => self.stats.unchanged += 1,
             Plan::Rebased { .. } => {
                 self.stats.rebased += 1;
+                self.stats.rebased_repairs += repair as u64;
                 self.deltas_since_key += 1;
             }
             Plan::Nothing => {}

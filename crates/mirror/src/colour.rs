@@ -2,6 +2,7 @@
 //! (`framewire_codec::colour`), encoded with moved rectangles and published for the viewers
 //! that asked for colour. It runs only while such a viewer is connected; when the last one
 //! leaves, its reference is dropped, and the next one starts from a keyframe.
+//! Where deltas are costly, a picture no viewer took is passed over (`pass_over.rs`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use framewire_telemetry::observe_us;
 use tracing::warn;
 
 use crate::mirror::Mirror;
+use crate::pass_over::{thread_cpu_us, PassOver};
 use crate::pipeline::{payload_of, BufferPool};
 
 pub(crate) struct ColourStage {
@@ -29,6 +31,7 @@ pub(crate) struct ColourStage {
     prev_hashes: Vec<u64>,
     last: Option<Arc<SourceFrame>>,
     content_id: u64,
+    pass_over: PassOver,
 }
 
 impl ColourStage {
@@ -41,7 +44,15 @@ impl ColourStage {
             prev_hashes: Vec::new(),
             last: None,
             content_id: 0,
+            pass_over: PassOver::default(),
         }
+    }
+
+    /// `frame` is published: the newest of the recent frames.
+    fn publish(&mut self, m: &Mirror, frame: Arc<SourceFrame>) {
+        self.pass_over.published(&frame);
+        self.last = Some(frame);
+        m.colour_frames.send_replace(self.last.clone());
     }
 
     /// Whether colour is wanted now; forgets everything when it is not.
@@ -69,7 +80,7 @@ impl ColourStage {
         let (w, h) = (captured.width, captured.height);
         let (codec, predicted) = (m.cfg.codec, m.cfg.predicted_rects);
         let dense = m.cfg.dense_codec();
-        let encoder = self.encoder.get_or_insert_with(|| {
+        self.encoder.get_or_insert_with(|| {
             HostEncoder::new(codec, 0)
                 .with_dense_codec(dense)
                 .with_rects(true)
@@ -95,6 +106,16 @@ impl ColourStage {
         );
         let checksum = checksum_of_rows(&self.hashes);
         let planes_end = now_us();
+        let passed_to = self.pass_over.base_past(self.last.as_ref());
+        let encoder = self.encoder.as_mut().expect("made above");
+        if let Some(b) = &passed_to {
+            m.counters.colour_frames_passed_over.inc();
+            if let Some(o) = encoder.set_reference(b.grey.clone(), b.row_hashes()) {
+                self.pool.give(o);
+            }
+            self.content_id = b.content_id;
+        }
+        let cpu_start = thread_cpu_us();
         let (enc, old) = match encoder.encode_hashed(
             planes.clone(),
             w as usize,
@@ -108,6 +129,9 @@ impl ColourStage {
                 return self.restart(m);
             }
         };
+        let cpu = thread_cpu_us().saturating_sub(cpu_start);
+        self.pass_over.encoded(cpu);
+        let hashes = self.hashes.clone();
         std::mem::swap(&mut self.hashes, &mut self.prev_hashes);
         let times = (planes_end - planes_start, now_us() - planes_end);
         record(m, times, self.payload.len());
@@ -136,12 +160,13 @@ impl ColourStage {
             codec: enc.codec,
             planes: PLANES as u32,
         };
-        let frame = Arc::new(SourceFrame::new(meta, payload));
-        if let Some(prev) = &self.last {
-            frame.follow(prev);
+        let frame = Arc::new(SourceFrame::new(meta, payload).with_row_hashes(hashes));
+        match (&self.last, &passed_to) {
+            (Some(passed), Some(base)) => frame.follow_past(passed, base),
+            (Some(prev), None) => frame.follow(prev),
+            _ => {}
         }
-        self.last = Some(frame);
-        m.colour_frames.send_replace(self.last.clone());
+        self.publish(m, frame);
     }
 
     /// After a failure: forget the reference and the last picture, so the next capture is
@@ -165,8 +190,7 @@ impl ColourStage {
             Payload::Unchanged,
         ));
         f.follow(&prev);
-        self.last = Some(f.clone());
-        m.colour_frames.send_replace(Some(f));
+        self.publish(m, f);
         crate::mirror::lock(&m.pipeline)
             .colour_payload_bytes
             .push(0.0);

@@ -19,6 +19,7 @@ use framewire_telemetry::clock::now_us;
 use framewire_telemetry::observe_us;
 
 use crate::mirror::{lock, Mirror, ViewerShared};
+use crate::pass_over::thread_cpu_us;
 use crate::transport::Transport;
 /// Bytes read from the viewer at a time (ACKs, pings, input: small packets).
 const READ_BUF: usize = 16 * 1024;
@@ -72,8 +73,9 @@ async fn run<W: Wire, T: Transport>(
         if session.is_done() {
             return Ok(());
         }
-        if let Some(seq) = frames.borrow().as_ref().map(|f| f.seq) {
-            session.note_newest(seq);
+        let newest = frames.borrow().as_ref().map(|f| f.info());
+        if let Some(newest) = newest {
+            session.note_newest(&newest);
         }
         let can = session.can_send(now);
         if can && frames.has_changed().unwrap_or(false) {
@@ -131,6 +133,11 @@ async fn offer<W: Wire>(
         }
         _ => newest,
     };
+    if !f.claim() {
+        // The capture passed over it (costly deltas; see `colour.rs`): the next frame, made
+        // against a picture a viewer holds, comes within a frame's time.
+        return Ok(());
+    }
     let (plan, work) = session.plan_frame(&f);
     if let Some(work) = work {
         let (took, cpu) = tokio::task::spawn_blocking(move || {
@@ -151,20 +158,6 @@ async fn offer<W: Wire>(
     }
     session.send_frame(now_us(), &f, plan);
     Ok(())
-}
-
-/// The CPU time this thread has used (µs). The standard library has no per-thread CPU clock.
-fn thread_cpu_us() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the call only writes it.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1_000
 }
 
 /// Writes what the session queued and acts on what it reports, then publishes its figures.

@@ -23,6 +23,7 @@ mod connection;
 pub mod display;
 pub mod input;
 mod mirror;
+mod pass_over;
 mod pipeline;
 mod report;
 mod shm_export;

@@ -55,6 +55,9 @@ counter_set! {
         replay_pictures: Counter,
         replay_loops: Counter,
         codec_fallbacks: Counter,
+        /// Grey frames no viewer took, passed over where deltas are costly: the next one's
+        /// delta was made against a picture a viewer took instead (`pass_over.rs`).
+        frames_passed_over: Counter,
         /// Frames a viewer had missed, sent before the newest because both shared deltas,
         /// already made, cross its path quickly (instead of a delta made for it alone).
         frames_caught_up: Counter,
@@ -71,6 +74,9 @@ counter_set! {
         /// Colour pictures made (while colour viewers are connected), and encoder failures.
         colour_frames: Counter,
         colour_encode_errors: Counter,
+        /// Colour frames no viewer took, passed over where deltas are costly: the next one's
+        /// delta was made against a picture a viewer took instead.
+        colour_frames_passed_over: Counter,
         shm_frames_exported: Counter,
         shm_frames_skipped_full: Counter,
         shm_frames_too_large: Counter,

@@ -21,6 +21,7 @@ use framewire_telemetry::observe_us;
 
 use crate::config::SourceSpec;
 use crate::mirror::{lock, Mirror};
+use crate::pass_over::{thread_cpu_us, PassOver};
 use framewire_session::{FrameMeta, Payload, SourceFrame};
 
 /// Opens the configured source; synthetic scenes continue from frame `index`.
@@ -107,6 +108,8 @@ struct CaptureLoop {
     seq: u64,
     content_id: u64,
     last: Option<Arc<SourceFrame>>,
+    /// Where deltas are costly, a frame no viewer took is passed over (`pass_over.rs`).
+    pass_over: PassOver,
     last_capture: Option<u64>,
     deadline: u64,
     /// Display tuning, rebuilt when the control socket changes it; the next picture is then
@@ -158,6 +161,7 @@ impl CaptureLoop {
             seq: 0,
             content_id: 0,
             last: None,
+            pass_over: PassOver::default(),
             last_capture: None,
             deadline: now_us(),
             tuned,
@@ -318,7 +322,7 @@ impl CaptureLoop {
             0 => Some(self.skip_encode()),
             _ => self.encode(&grey, cw),
         };
-        let Some((enc, payload, encode_end)) = encoded else {
+        let Some((enc, payload, encode_end, passed_to)) = encoded else {
             return;
         };
         let t = FrameTimes {
@@ -342,7 +346,9 @@ impl CaptureLoop {
             codec: enc.codec,
         };
         self.retune = false;
-        self.publish(SourceFrame::new(meta, payload));
+        let hashes = self.prev_hashes.clone();
+        let frame = SourceFrame::new(meta, payload).with_row_hashes(hashes);
+        self.publish(frame, passed_to);
     }
 
     /// Whether a grey picture is wanted: a grey viewer is connected, or something (the
@@ -398,12 +404,12 @@ impl CaptureLoop {
         self.record_capture(capture_start, capture_us)
             .payload_bytes
             .push(0.0);
-        self.publish(SourceFrame::new(meta, Payload::Unchanged));
+        self.publish(SourceFrame::new(meta, Payload::Unchanged), None);
     }
 
     /// No grey viewer, but the grey export takes the pictures: the picture is not encoded,
     /// and the encoder starts again (a keyframe) when a viewer arrives.
-    fn skip_encode(&mut self) -> (Encoded, Payload, u64) {
+    fn skip_encode(&mut self) -> (Encoded, Payload, u64, Option<Arc<SourceFrame>>) {
         self.encoder = fresh_encoder(&self.cfg);
         // The last picture's buffer goes back to the pool once nobody holds it (the encoder
         // would have handed it back).
@@ -417,12 +423,25 @@ impl CaptureLoop {
             payload_len: 0,
             codec: self.cfg.codec,
         };
-        (none, Payload::Fresh, now_us())
+        (none, Payload::Fresh, now_us(), None)
     }
 
     /// Encodes the new picture against the last; the payload every viewer of the configured
     /// codec shares, and when the encoder finished. `None` (counted) when the encoder failed.
-    fn encode(&mut self, grey: &Arc<Vec<u8>>, width: u32) -> Option<(Encoded, Payload, u64)> {
+    fn encode(
+        &mut self,
+        grey: &Arc<Vec<u8>>,
+        width: u32,
+    ) -> Option<(Encoded, Payload, u64, Option<Arc<SourceFrame>>)> {
+        let passed_to = self.pass_over.base_past(self.last.as_ref());
+        if let Some(b) = &passed_to {
+            self.mirror.counters.frames_passed_over.inc();
+            if let Some(o) = self.encoder.set_reference(b.grey.clone(), b.row_hashes()) {
+                self.pool.give(o);
+            }
+            self.content_id = b.content_id;
+        }
+        let cpu_start = thread_cpu_us();
         let encoded = if self.cfg.row_deltas {
             let hashes = &self.hashes;
             self.encoder
@@ -431,6 +450,8 @@ impl CaptureLoop {
             self.encoder.encode(grey.clone(), &mut self.payload)
         };
         let encode_end = now_us();
+        self.pass_over
+            .encoded(thread_cpu_us().saturating_sub(cpu_start));
         let mut base = None;
         let enc = match encoded {
             Ok((e, old)) => {
@@ -464,7 +485,7 @@ impl CaptureLoop {
             warn!("a delta without the picture it was made against");
             return None;
         };
-        Some((enc, payload, encode_end))
+        Some((enc, payload, encode_end, passed_to))
     }
 
     /// Each stage's time, in the recent windows and the histograms since start.
@@ -494,12 +515,16 @@ impl CaptureLoop {
         st.bytes_total += payload_len as u64;
     }
 
-    /// The newest frame, for every viewer and the export.
-    fn publish(&mut self, frame: SourceFrame) {
+    /// The newest frame, for every viewer and the export; its delta made against
+    /// `passed_to`'s picture when the last frame was passed over.
+    fn publish(&mut self, frame: SourceFrame, passed_to: Option<Arc<SourceFrame>>) {
         let frame = Arc::new(frame);
-        if let Some(prev) = &self.last {
-            frame.follow(prev);
+        match (&self.last, &passed_to) {
+            (Some(passed), Some(base)) => frame.follow_past(passed, base),
+            (Some(prev), None) => frame.follow(prev),
+            _ => {}
         }
+        self.pass_over.published(&frame);
         self.last = Some(frame.clone());
         self.mirror.frames.send_replace(Some(frame));
         self.next_seq();

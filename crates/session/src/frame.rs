@@ -1,5 +1,6 @@
 //! A captured frame as every viewer shares it: the grey picture, and its payloads encoded once.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
@@ -110,7 +111,16 @@ pub struct SourceFrame {
     /// The frame published before this one, while this one is the newest ([`SourceFrame::follow`]):
     /// a viewer that missed it can still take it and then this one as shared deltas.
     previous: Mutex<Option<Arc<SourceFrame>>>,
+    /// Whether a viewer took this frame, or the capture passed over it first
+    /// ([`SourceFrame::claim`], [`SourceFrame::withdraw`]).
+    claim: AtomicU8,
 }
+
+/// [`SourceFrame::claim`]'s states: no viewer has taken the frame yet; one has; the capture
+/// passed over it before any did, and made the next frame's delta against an older picture.
+const OPEN: u8 = 0;
+const TAKEN: u8 = 1;
+const WITHDRAWN: u8 = 2;
 
 impl std::ops::Deref for SourceFrame {
     type Target = FrameMeta;
@@ -137,6 +147,45 @@ impl SourceFrame {
             keyframes: Default::default(),
             hashes: OnceLock::new(),
             previous: Mutex::new(None),
+            claim: AtomicU8::new(OPEN),
+        }
+    }
+
+    /// The frame with its row hashes (`framewire_codec::checksum::row_hashes` of its picture),
+    /// made while converting it: a delta against it made later need not hash it again.
+    pub fn with_row_hashes(self, hashes: Vec<u64>) -> Self {
+        debug_assert_eq!(hashes.len(), self.height as usize, "one hash per row");
+        let _ = self.hashes.set(hashes);
+        self
+    }
+
+    /// A viewer takes this frame: true unless the capture passed over it first
+    /// ([`SourceFrame::withdraw`]). Taken once, it cannot be withdrawn.
+    pub fn claim(&self) -> bool {
+        match self
+            .claim
+            .compare_exchange(OPEN, TAKEN, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(now) => now == TAKEN,
+        }
+    }
+
+    /// Whether a viewer has taken this frame.
+    pub fn taken(&self) -> bool {
+        self.claim.load(Ordering::Acquire) == TAKEN
+    }
+
+    /// The capture passes over this frame, which no viewer has taken, to make the next one's
+    /// delta against a picture a viewer holds: true unless a viewer took it first. A viewer
+    /// offered it afterwards waits for the next one.
+    pub fn withdraw(&self) -> bool {
+        match self
+            .claim
+            .compare_exchange(OPEN, WITHDRAWN, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(now) => now == WITHDRAWN,
         }
     }
 
@@ -155,6 +204,18 @@ impl SourceFrame {
             _ => prev.clone(),
         };
         *self.previous.lock().unwrap_or_else(|e| e.into_inner()) = Some(keep);
+    }
+
+    /// This frame is published after `passed` ([`SourceFrame::withdraw`]), its delta made
+    /// against `base`'s picture: it keeps `base` as its previous frame, and `passed` lets go of
+    /// its own.
+    pub fn follow_past(&self, passed: &SourceFrame, base: &Arc<SourceFrame>) {
+        passed
+            .previous
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        *self.previous.lock().unwrap_or_else(|e| e.into_inner()) = Some(base.clone());
     }
 
     /// The frame published before this one, while this one is the newest.
@@ -332,4 +393,40 @@ fn compress(codec: BlockCodec, data: &[u8]) -> Bytes {
         .compress(data, &mut out)
         .expect("compressing a bounded in-memory frame");
     Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame() -> SourceFrame {
+        let meta = FrameMeta {
+            seq: 1,
+            capture_us: 0,
+            width: 4,
+            height: 2,
+            grey: Arc::new(vec![0; 8]),
+            checksum: 0,
+            content_id: 1,
+            codec: BlockCodec::Lz4,
+            planes: 1,
+        };
+        SourceFrame::new(meta, Payload::Fresh)
+    }
+
+    #[test]
+    fn a_frame_is_either_taken_or_withdrawn_whoever_comes_first() {
+        let f = frame();
+        assert!(!f.taken());
+        assert!(
+            f.claim() && f.claim(),
+            "viewers take it as often as they like"
+        );
+        assert!(f.taken());
+        assert!(!f.withdraw(), "taken, it stays the base");
+        let g = frame();
+        assert!(g.withdraw() && g.withdraw());
+        assert!(!g.claim(), "withdrawn, no viewer takes it");
+        assert!(!g.taken());
+    }
 }

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use framewire_flow::{
-    AckOutcome, Bases, ClockOffset, InflightLimit, LossWatch, PingSchedule, Plan, RebaseCost,
-    ViewerFlow, ViewerFlowStats,
+    AckOutcome, Bases, ClockOffset, FrameInfo, InflightLimit, LossWatch, PingSchedule, Plan,
+    RebaseCost, ViewerFlow, ViewerFlowStats,
 };
 use framewire_proto::daylight::{ViewerDecoder, ViewerPacket};
 use framewire_proto::v1::{self, goodbye, AckStatus, InputKind, Packet};
@@ -401,17 +401,22 @@ impl<W: Wire> HostSession<W> {
         self.bases.rebase_cost.on_made(us);
     }
 
-    /// The newest frame captured is `seq`. Where deltas made for this viewer alone are
+    /// The newest frame captured is `newest`. Where deltas made for this viewer alone are
     /// costly and the newest will be one (the frames since the last one planned were
     /// skipped, and the one before it will not be caught up with), the flow may let it start
     /// being made that long before the path has room for it
-    /// ([`ViewerFlow::set_make_lead`]).
-    pub fn note_newest(&mut self, seq: u64) {
+    /// ([`ViewerFlow::set_make_lead`]). A frame whose shared delta is made against the
+    /// picture planned last (the capture passed over the ones between) needs nothing made.
+    pub fn note_newest(&mut self, newest: &FrameInfo) {
         let cost = self.bases.rebase_cost;
         let Some(last) = self.flow.last_planned() else {
             return;
         };
-        let skipped = seq.saturating_sub(last + 1);
+        let planned = self.bases.last.as_ref().map(|x| x.content_id);
+        let skipped = match newest.delta_base {
+            Some(b) if Some(b) == planned => 0,
+            _ => newest.seq.saturating_sub(last + 1),
+        };
         // Whether the one skipped frame will be caught up with: the last frame planned stands
         // for its size.
         let catch_up = || {
@@ -451,9 +456,16 @@ impl<W: Wire> HostSession<W> {
     /// behind (an ACK late while other programs had the cores) then gets the two shared
     /// deltas, already made, instead of a delta made again for it alone: on a live video with
     /// predicted rectangles those second encodes were what kept it behind.
+    ///
+    /// A newest frame that only repeats `previous`'s picture (a 30 fps video captured at 60)
+    /// is caught up with however long `previous` takes to cross: a delta made for the viewer
+    /// alone against the same base would be `previous`'s shared delta again, as many bytes,
+    /// made a second time. (On a colour Mandelbrot zoom across a lossy path, most of the frames
+    /// still made for the viewer alone once costly frames were passed over were these.)
     pub fn catches_up_with(&self, newest: &SourceFrame, previous: &SourceFrame) -> bool {
+        let repeats = newest.content_id == previous.content_id;
         (!self.bases.prefer_acknowledged || self.bases.path_clean)
-            && self.catches_up_quickly(previous)
+            && (repeats || self.catches_up_quickly(previous))
             && self.flow.catches_up_with(&newest.info(), &previous.info())
     }
 

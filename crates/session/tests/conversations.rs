@@ -10,8 +10,8 @@ use framewire_proto::daylight::{self, HostDecoder, HostPacket, ViewerPacket};
 use framewire_proto::v1::{self, caps, goodbye, AckStatus, Packet};
 use framewire_session::host::CATCH_UP_WITHIN_US;
 use framewire_session::{
-    negotiate, DaylightWire, Event, HostConfig, HostCount, HostSession, SourceFrame, Transmit,
-    V1Wire, ViewerCommand, ViewerReader, Wire,
+    negotiate, DaylightWire, Event, HostConfig, HostCount, HostSession, Payload, SourceFrame,
+    Transmit, V1Wire, ViewerCommand, ViewerReader, Wire,
 };
 
 mod common;
@@ -341,6 +341,14 @@ fn a_viewer_catches_up_with_a_slow_frame_where_deltas_made_for_it_cost_more() {
     let crossing = e.time_us(bytes);
     assert!(crossing > CATCH_UP_WITHIN_US, "{crossing} µs: {e:?}");
     assert!(!host.catches_up_with(&frames[3], &previous));
+    // A newest frame that only repeats that frame's picture: a delta made for the viewer alone
+    // would be the same bytes, so the slow frame is caught up with.
+    let repeat = Arc::new(SourceFrame::new(
+        previous.again(frames[3].seq, frames[3].capture_us),
+        Payload::Unchanged,
+    ));
+    repeat.follow(&previous);
+    assert!(host.catches_up_with(&repeat, &previous));
     // Deltas made for this viewer took twice that long to make: catching up is cheaper.
     for _ in 0..40 {
         host.on_rebased_made(2 * crossing);

@@ -636,6 +636,53 @@ fn offer(host: &mut HostSession<V1Wire>, f: &Arc<SourceFrame>) -> (Plan, Vec<Vec
     (plan, units)
 }
 
+/// A frame the capture passed over is never offered, and the next one's delta is made against
+/// the picture planned before it: that is the shared delta, nothing is made for the viewer
+/// alone, and the viewer's picture is exact. A frame skipped the other way
+/// (its delta against the one skipped) is made for the viewer alone.
+#[test]
+fn a_frame_made_past_one_passed_over_goes_as_the_shared_delta() {
+    set_clock(1_000);
+    let mut host = host(caps::ALL);
+    host.on_path_counters(100, 0, now());
+    let mut viewer = welcomed_viewer(now());
+    let mut src = Source::new();
+    let apply = |viewer: &mut ViewerSession, units: Vec<Vec<u8>>| {
+        for u in units {
+            viewer.handle_unit(now(), &u);
+        }
+    };
+    let k = src.frame(now(), false);
+    apply(&mut viewer, offer(&mut host, &k).1);
+    let passed = src.passed_over(now());
+    let next = src.frame(now(), false);
+    assert_eq!(next.info().delta_base, Some(k.content_id));
+    assert_ne!(passed.grey, next.grey);
+    let (plan, work) = host.plan_frame(&next);
+    assert_eq!(plan, Plan::Delta, "the shared delta");
+    assert!(work.is_none(), "nothing made for the viewer alone");
+    host.send_frame(now(), &next, plan);
+    let units: Vec<_> = std::iter::from_fn(|| host.poll_transmit())
+        .filter(|t| t.frame)
+        .map(|t| [&t.head[..], t.payload.as_deref().unwrap_or(&[])].concat())
+        .collect();
+    apply(&mut viewer, units);
+    let shown: Vec<_> = std::iter::from_fn(|| viewer.poll_event())
+        .filter_map(|e| match e {
+            ViewerEvent::Shown(s) => Some((s.seq, s.ok)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shown, [(0, true), (2, true)]);
+    assert!(viewer.picture().equals(&next.grey));
+    // Skipped without being passed over: the next delta is against the frame skipped.
+    let _skipped = src.frame(now(), false);
+    let after = src.frame(now(), false);
+    let (plan, work) = host.plan_frame(&after);
+    assert!(matches!(plan, Plan::Rebased { .. }), "{plan:?}");
+    assert!(work.is_some());
+}
+
 /// On QUIC the Welcome comes on the control stream and the first frames on streams of their
 /// own: when the Welcome is delayed (a lost packet), a newer keyframe may come before an older
 /// one and before the Welcome. The viewer waits for the Welcome before it takes any, so the

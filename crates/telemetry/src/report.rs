@@ -102,6 +102,12 @@ pub struct ViewerPath {
     /// superseded or overtaken).
     pub skipped: u64,
     pub rebased: u64,
+    /// Of those, deltas against the picture it acknowledged that answered a loss.
+    #[serde(default)]
+    pub rebased_repairs: u64,
+    /// Frames sent beyond the byte budget while its ACKs had stopped.
+    #[serde(default)]
+    pub stall_probes: u64,
     pub bases_missing: u64,
     #[serde(default)]
     pub unacked_passed: u64,

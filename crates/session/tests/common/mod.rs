@@ -100,6 +100,16 @@ impl Source {
         }
     }
 
+    /// A new picture that the capture passes over (no viewer took it): the next frame's delta
+    /// is made against the picture before it, as the mirror's `pass_over.rs` does.
+    #[allow(dead_code)]
+    pub fn passed_over(&mut self, now: u64) -> Arc<SourceFrame> {
+        let before = self.last.clone();
+        let f = self.frame(now, false);
+        self.last = before;
+        f
+    }
+
     pub fn frame(&mut self, now: u64, same: bool) -> Arc<SourceFrame> {
         let seq = self.seq;
         self.seq += 1;
