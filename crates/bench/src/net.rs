@@ -91,8 +91,8 @@ pub struct CellResult {
     /// the one sent before a skip); the rest were the shared deltas, keyframes or Unchanged.
     pub host_frames: u64,
     pub host_rebased: u64,
-    /// Of those, the deltas against the acknowledged picture that answered a loss, and the
-    /// stall probes; the rest followed a skip.
+    /// Of those, the deltas against the acknowledged picture that answered a loss; and the
+    /// stall probes (most of them such deltas too, a few Unchanged). The rest followed a skip.
     pub host_repairs: u64,
     pub host_probes: u64,
     /// Frames the host's capture passed over (no viewer took them; the next one's delta was

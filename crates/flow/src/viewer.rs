@@ -94,8 +94,8 @@ pub struct ViewerFlowStats {
     /// bases gets a keyframe (it skipped frames, or lost one).
     pub rebased: u64,
     /// Of those, deltas against the picture it acknowledged made to answer a loss (a frame
-    /// reported missing, or a path counted lossy); the rest followed a skip, or were stall
-    /// probes.
+    /// reported missing, or a path counted lossy). The others followed a skip or were stall
+    /// probes (`stall_probes` also counts a probe that went as Unchanged).
     pub rebased_repairs: u64,
     /// Frames the viewer could not apply because a frame before them was lost (ACK status 3).
     pub bases_missing: u64,

@@ -15,12 +15,12 @@ use framewire_codec::grey::PixelOrder;
 use framewire_codec::ingest::{Previous, Source};
 use framewire_codec::{EncodedKind, HostEncoder};
 use framewire_session::{FrameMeta, Payload, SourceFrame};
-use framewire_telemetry::clock::now_us;
+use framewire_telemetry::clock::{now_us, thread_cpu_us};
 use framewire_telemetry::observe_us;
 use tracing::warn;
 
 use crate::mirror::Mirror;
-use crate::pass_over::{thread_cpu_us, PassOver};
+use crate::pass_over::PassOver;
 use crate::pipeline::{payload_of, BufferPool};
 
 pub(crate) struct ColourStage {
@@ -106,7 +106,9 @@ impl ColourStage {
         );
         let checksum = checksum_of_rows(&self.hashes);
         let planes_end = now_us();
-        let passed_to = self.pass_over.base_past(self.last.as_ref());
+        let passed_to = self
+            .pass_over
+            .base_past(self.last.as_ref(), w, h * PLANES as u32);
         let encoder = self.encoder.as_mut().expect("made above");
         if let Some(b) = &passed_to {
             m.counters.colour_frames_passed_over.inc();
@@ -130,7 +132,6 @@ impl ColourStage {
             }
         };
         let cpu = thread_cpu_us().saturating_sub(cpu_start);
-        self.pass_over.encoded(cpu);
         let hashes = self.hashes.clone();
         std::mem::swap(&mut self.hashes, &mut self.prev_hashes);
         let times = (planes_end - planes_start, now_us() - planes_end);
@@ -139,6 +140,9 @@ impl ColourStage {
             enc.kind,
             EncodedKind::Delta | EncodedKind::RowDelta | EncodedKind::RectDelta
         );
+        if is_delta {
+            self.pass_over.delta_made(cpu);
+        }
         let base = old.clone().filter(|_| is_delta);
         if let Some(o) = old {
             self.pool.give(o);
@@ -185,10 +189,8 @@ impl ColourStage {
         let Some(prev) = self.last.clone() else {
             return self.frame(m, captured, None, seq, capture_us);
         };
-        let f = Arc::new(SourceFrame::new(
-            prev.again(seq, capture_us),
-            Payload::Unchanged,
-        ));
+        let f = SourceFrame::new(prev.again(seq, capture_us), Payload::Unchanged);
+        let f = Arc::new(f.with_row_hashes(prev.row_hashes().to_vec()));
         f.follow(&prev);
         self.publish(m, f);
         crate::mirror::lock(&m.pipeline)

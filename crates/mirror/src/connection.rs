@@ -15,11 +15,10 @@ use tokio::sync::broadcast;
 use tracing::{debug, warn};
 
 use framewire_session::HostCount;
-use framewire_telemetry::clock::now_us;
+use framewire_telemetry::clock::{now_us, thread_cpu_us};
 use framewire_telemetry::observe_us;
 
 use crate::mirror::{lock, Mirror, ViewerShared};
-use crate::pass_over::thread_cpu_us;
 use crate::transport::Transport;
 /// Bytes read from the viewer at a time (ACKs, pings, input: small packets).
 const READ_BUF: usize = 16 * 1024;
@@ -125,7 +124,8 @@ async fn offer<W: Wire>(
         return Ok(());
     };
     let f = match newest.previous() {
-        Some(p) if session.catches_up_with(&newest, &p) => {
+        // Claimed first: a frame the capture passed over is never offered again.
+        Some(p) if session.catches_up_with(&newest, &p) && p.claim() => {
             mirror.counters.frames_caught_up.inc();
             // Offered again as soon as the flow has room.
             frames.mark_changed();
@@ -134,8 +134,8 @@ async fn offer<W: Wire>(
         _ => newest,
     };
     if !f.claim() {
-        // The capture passed over it (costly deltas; see `colour.rs`): the next frame, made
-        // against a picture a viewer holds, comes within a frame's time.
+        // The capture passed over it (costly deltas; `pass_over.rs`): the next frame, made
+        // against a picture a viewer took, is being made.
         return Ok(());
     }
     let (plan, work) = session.plan_frame(&f);

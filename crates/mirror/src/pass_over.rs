@@ -8,11 +8,14 @@
 //! cores), and on a lossy path the fractal had 73–107 of 152–231 frames made twice over QUIC.
 //!
 //! So where the shared deltas' moving average is above [`framewire_flow::COSTLY_US`], and no
-//! viewer took the last frame by the time the next picture is captured (a capture interval
-//! later), that frame is withdrawn ([`SourceFrame::withdraw`]) and the next delta is made
-//! against the newest picture a viewer did take: one encode that every viewer behind can use.
-//! A viewer whose path opens in between waits for that next frame instead of taking the
-//! withdrawn one. Cheap deltas are made again for a viewer rather than a frame held back.
+//! viewer took the last frame by the time the next picture has been captured and converted,
+//! that frame is withdrawn ([`SourceFrame::withdraw`]) and the next delta is made against the
+//! newest picture a viewer did take: one encode that every viewer behind can use. That is a
+//! capture interval after the last frame was published, or, where encoding takes longer than
+//! the interval (the capture does not wait then), a few milliseconds: the capture and the
+//! conversion. A viewer whose path opens while the next frame is made waits for it instead of
+//! taking the withdrawn one, up to one encode. Cheap deltas are made again for a viewer rather
+//! than a frame held back.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -32,21 +35,28 @@ pub(crate) struct PassOver {
     /// The newest frame a viewer took among those that left `recent`: a viewer far behind
     /// (a frame stuck behind a lost packet while pictures came and repeated) holds it.
     taken_before: Option<Arc<SourceFrame>>,
-    /// The moving average of the CPU time a shared delta took to make (µs).
+    /// The moving average of the CPU time a shared delta took to make (µs; keyframes and
+    /// unchanged pictures are not counted).
     encode_avg_us: u64,
 }
 
 impl PassOver {
-    /// The picture the next delta is made against in place of `last`'s, which is withdrawn:
-    /// where deltas are costly, no viewer took `last` (a new picture), and a viewer took an
-    /// older one of the same size. `None` when `last` stays the base (or a viewer took it
-    /// first).
-    pub fn base_past(&self, last: Option<&Arc<SourceFrame>>) -> Option<Arc<SourceFrame>> {
+    /// The picture the next delta (of a picture `width` × `height`, as [`SourceFrame`]s count
+    /// them) is made against in place of `last`'s, which is withdrawn: where deltas are
+    /// costly, no viewer took `last` (a new picture, encoded), and a viewer took an older one
+    /// of that size. `None` when `last` stays the base (or a viewer took it first).
+    pub fn base_past(
+        &self,
+        last: Option<&Arc<SourceFrame>>,
+        width: u32,
+        height: u32,
+    ) -> Option<Arc<SourceFrame>> {
         if self.encode_avg_us <= framewire_flow::COSTLY_US {
             return None;
         }
         let last = last?;
-        if last.taken() || matches!(last.payload, Payload::Unchanged) {
+        let encoded = !matches!(last.payload, Payload::Unchanged | Payload::Fresh);
+        if last.taken() || !encoded || (last.width, last.height) != (width, height) {
             return None;
         }
         let base = self
@@ -55,7 +65,7 @@ impl PassOver {
             .rev()
             .chain(&self.taken_before)
             .find(|f| f.taken() && f.content_id != last.content_id)
-            .filter(|f| f.width == last.width && f.height == last.height)?;
+            .filter(|f| (f.width, f.height) == (width, height))?;
         last.withdraw().then(|| base.clone())
     }
 
@@ -70,24 +80,16 @@ impl PassOver {
         self.recent.push_back(frame.clone());
     }
 
+    /// Nothing published is kept (no viewer takes this stream now; the next picture starts it
+    /// again from a keyframe).
+    pub fn forget(&mut self) {
+        *self = PassOver::default();
+    }
+
     /// A shared delta took `cpu_us` of the capture thread's CPU to make.
-    pub fn encoded(&mut self, cpu_us: u64) {
+    pub fn delta_made(&mut self, cpu_us: u64) {
         self.encode_avg_us = self.encode_avg_us - self.encode_avg_us / WEIGHT + cpu_us / WEIGHT;
     }
-}
-
-/// The CPU time this thread has used (µs). The standard library has no per-thread CPU clock.
-pub(crate) fn thread_cpu_us() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the call only writes it.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1_000
 }
 
 #[cfg(test)]
@@ -109,7 +111,12 @@ mod tests {
             codec: BlockCodec::Lz4,
             planes: 1,
         };
-        Arc::new(SourceFrame::new(meta, Payload::Fresh))
+        let delta = Payload::Rows {
+            data: bytes::Bytes::new(),
+            base_id: seq - 1,
+            base: Arc::new(Vec::new()),
+        };
+        Arc::new(SourceFrame::new(meta, delta))
     }
 
     /// Deltas that cost `avg_us`, with `frames` published.
@@ -131,7 +138,9 @@ mod tests {
         let f: Vec<_> = (1..=4).map(|i| frame(i, 8)).collect();
         assert!(f[0].claim() && f[1].claim());
         // 3 was not taken either, but only the last one is withdrawn: 2 is the base.
-        let base = seen(COSTLY, &f).base_past(f.last()).expect("passed over");
+        let base = seen(COSTLY, &f)
+            .base_past(f.last(), 8, 3)
+            .expect("passed over");
         assert_eq!(base.seq, 2);
         assert!(
             !f[3].claim(),
@@ -146,18 +155,34 @@ mod tests {
         assert!(f[0].claim());
         // Cheap deltas: made again for a viewer rather than a frame held back.
         let cheap = seen(framewire_flow::COSTLY_US, &f);
-        assert!(cheap.base_past(f.last()).is_none());
+        assert!(cheap.base_past(f.last(), 8, 3).is_none());
         assert!(f[2].claim(), "not withdrawn");
         // Taken by a viewer: it stays the base.
-        assert!(seen(COSTLY, &f).base_past(f.last()).is_none());
+        assert!(seen(COSTLY, &f).base_past(f.last(), 8, 3).is_none());
         // No viewer took any of them: nothing to make it against.
         let g: Vec<_> = (1..=3).map(|i| frame(i, 8)).collect();
-        assert!(seen(COSTLY, &g).base_past(g.last()).is_none());
+        assert!(seen(COSTLY, &g).base_past(g.last(), 8, 3).is_none());
         assert!(g[2].claim(), "not withdrawn");
         // The picture taken is of another size.
         let h = [frame(1, 8), frame(2, 16)];
         assert!(h[0].claim());
-        assert!(seen(COSTLY, &h).base_past(h.last()).is_none());
+        assert!(seen(COSTLY, &h).base_past(h.last(), 16, 3).is_none());
+        // The new picture is of another size (a keyframe either way).
+        let k: Vec<_> = (1..=3).map(|i| frame(i, 8)).collect();
+        assert!(k[0].claim());
+        assert!(seen(COSTLY, &k).base_past(k.last(), 16, 3).is_none());
+        assert!(k[2].claim(), "not withdrawn");
+        // The last frame repeats a picture, or was never encoded (no viewer of this stream
+        // when it was made): nothing to pass over.
+        let again = |f: &Arc<SourceFrame>, p| Arc::new(SourceFrame::new(f.again(9, 9), p));
+        for payload in [Payload::Unchanged, Payload::Fresh] {
+            let m = [frame(1, 8), frame(2, 8)];
+            assert!(m[0].claim());
+            let last = again(&m[1], payload);
+            let p = seen(COSTLY, &[m[0].clone(), m[1].clone(), last.clone()]);
+            assert!(p.base_past(Some(&last), 8, 3).is_none());
+            assert!(last.claim(), "not withdrawn");
+        }
     }
 
     #[test]
@@ -165,7 +190,7 @@ mod tests {
         let f: Vec<_> = (1..=9).map(|i| frame(i, 8)).collect();
         assert!(f[0].claim() && f[1].claim());
         let p = seen(COSTLY, &f);
-        let base = p.base_past(f.last()).expect("passed over");
+        let base = p.base_past(f.last(), 8, 3).expect("passed over");
         assert_eq!(base.seq, 2, "the newest one taken, seven frames back");
     }
 
@@ -177,14 +202,14 @@ mod tests {
         p.published(&f);
         p.published(&g);
         for _ in 0..20 {
-            p.encoded(30_000);
+            p.delta_made(30_000);
         }
-        assert!(p.base_past(Some(&g)).is_some(), "{}", p.encode_avg_us);
+        assert!(p.base_past(Some(&g), 8, 3).is_some(), "{}", p.encode_avg_us);
         let h = frame(3, 8);
         p.published(&h);
         for _ in 0..20 {
-            p.encoded(2_000);
+            p.delta_made(2_000);
         }
-        assert!(p.base_past(Some(&h)).is_none(), "{}", p.encode_avg_us);
+        assert!(p.base_past(Some(&h), 8, 3).is_none(), "{}", p.encode_avg_us);
     }
 }

@@ -16,12 +16,12 @@ use framewire_codec::tune::Tuner;
 use framewire_codec::{Encoded, EncodedKind, HostEncoder};
 use tracing::{info, warn};
 
-use framewire_telemetry::clock::now_us;
+use framewire_telemetry::clock::{now_us, thread_cpu_us};
 use framewire_telemetry::observe_us;
 
 use crate::config::SourceSpec;
 use crate::mirror::{lock, Mirror};
-use crate::pass_over::{thread_cpu_us, PassOver};
+use crate::pass_over::PassOver;
 use framewire_session::{FrameMeta, Payload, SourceFrame};
 
 /// Opens the configured source; synthetic scenes continue from frame `index`.
@@ -68,7 +68,9 @@ impl BufferPool {
         Arc::new(framewire_capture::huge_pages::huge_vec(len, 0u8))
     }
     pub(crate) fn give(&mut self, b: Arc<Vec<u8>>) {
-        if self.free.len() < 8 {
+        // A buffer may come back twice (a picture set back as the encoder's reference after it
+        // was given: `pass_over.rs`); kept twice, neither copy could ever be taken again.
+        if self.free.len() < 8 && !self.free.iter().any(|f| Arc::ptr_eq(f, &b)) {
             self.free.push(b);
         }
     }
@@ -365,6 +367,7 @@ impl CaptureLoop {
         if let Some(last) = self.last.take() {
             self.pool.give(last.grey.clone());
             self.encoder = fresh_encoder(&self.cfg);
+            self.pass_over.forget();
             self.prev_hashes.clear();
             // A viewer that joins gets the next picture, not this old one.
             self.mirror.frames.send_replace(None);
@@ -404,13 +407,16 @@ impl CaptureLoop {
         self.record_capture(capture_start, capture_us)
             .payload_bytes
             .push(0.0);
-        self.publish(SourceFrame::new(meta, Payload::Unchanged), None);
+        let f =
+            SourceFrame::new(meta, Payload::Unchanged).with_row_hashes(prev.row_hashes().to_vec());
+        self.publish(f, None);
     }
 
     /// No grey viewer, but the grey export takes the pictures: the picture is not encoded,
     /// and the encoder starts again (a keyframe) when a viewer arrives.
     fn skip_encode(&mut self) -> (Encoded, Payload, u64, Option<Arc<SourceFrame>>) {
         self.encoder = fresh_encoder(&self.cfg);
+        self.pass_over.forget();
         // The last picture's buffer goes back to the pool once nobody holds it (the encoder
         // would have handed it back).
         if let Some(last) = &self.last {
@@ -433,7 +439,8 @@ impl CaptureLoop {
         grey: &Arc<Vec<u8>>,
         width: u32,
     ) -> Option<(Encoded, Payload, u64, Option<Arc<SourceFrame>>)> {
-        let passed_to = self.pass_over.base_past(self.last.as_ref());
+        let height = grey.len() as u32 / width.max(1);
+        let passed_to = self.pass_over.base_past(self.last.as_ref(), width, height);
         if let Some(b) = &passed_to {
             self.mirror.counters.frames_passed_over.inc();
             if let Some(o) = self.encoder.set_reference(b.grey.clone(), b.row_hashes()) {
@@ -450,8 +457,7 @@ impl CaptureLoop {
             self.encoder.encode(grey.clone(), &mut self.payload)
         };
         let encode_end = now_us();
-        self.pass_over
-            .encoded(thread_cpu_us().saturating_sub(cpu_start));
+        let cpu = thread_cpu_us().saturating_sub(cpu_start);
         let mut base = None;
         let enc = match encoded {
             Ok((e, old)) => {
@@ -465,6 +471,9 @@ impl CaptureLoop {
                         EncodedKind::Delta | EncodedKind::RowDelta | EncodedKind::RectDelta
                     );
                     base = is_delta.then(|| old.clone());
+                    if is_delta {
+                        self.pass_over.delta_made(cpu);
+                    }
                     self.pool.give(old);
                 }
                 e
@@ -589,4 +598,30 @@ fn source_counter<'a>(
         "replay_loops" => &c.replay_loops,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_given_back_twice_is_kept_once_and_taken_again() {
+        let mut pool = BufferPool::default();
+        let b = pool.take(16);
+        let held = b.clone();
+        // The encoder hands a picture back, and later again after it was set back as its
+        // reference (`pass_over.rs`).
+        pool.give(b.clone());
+        pool.give(b);
+        assert_eq!(pool.free.len(), 1);
+        let at = Arc::as_ptr(&held);
+        drop(held);
+        let again = pool.take(16);
+        assert_eq!(
+            Arc::as_ptr(&again),
+            at,
+            "the buffer is taken again, not a new one"
+        );
+        assert!(pool.free.is_empty());
+    }
 }

@@ -154,7 +154,7 @@ impl SourceFrame {
     /// The frame with its row hashes (`framewire_codec::checksum::row_hashes` of its picture),
     /// made while converting it: a delta against it made later need not hash it again.
     pub fn with_row_hashes(self, hashes: Vec<u64>) -> Self {
-        debug_assert_eq!(hashes.len(), self.height as usize, "one hash per row");
+        assert_eq!(hashes.len(), self.height as usize, "one hash per row");
         let _ = self.hashes.set(hashes);
         self
     }
