@@ -91,9 +91,10 @@ pub struct CellResult {
     /// the one sent before a skip); the rest were the shared deltas, keyframes or Unchanged.
     pub host_frames: u64,
     pub host_rebased: u64,
-    /// Of those, the deltas against the acknowledged picture that answered a loss; and the
-    /// stall probes (most of them such deltas too, a few Unchanged). The rest followed a skip.
-    pub host_repairs: u64,
+    /// Of those, the deltas against the acknowledged picture (a frame reported missing, or a
+    /// path not counted clean); and the stall probes (most of them such deltas too, some
+    /// Unchanged, which are not among those made for the viewer).
+    pub host_acknowledged: u64,
     pub host_probes: u64,
     /// Frames the host's capture passed over (no viewer took them; the next one's delta was
     /// made against a picture the viewer took; `frames_passed_over`), over the whole cell.
@@ -308,7 +309,7 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         datagram_recovered: s.datagram_recovered,
         host_frames: report.viewers.first().map_or(0, |v| v.frames_planned),
         host_rebased: report.viewers.first().map_or(0, |v| v.rebased),
-        host_repairs: report.viewers.first().map_or(0, |v| v.rebased_repairs),
+        host_acknowledged: report.viewers.first().map_or(0, |v| v.rebased_acknowledged),
         host_probes: report.viewers.first().map_or(0, |v| v.stall_probes),
         host_passed_over: {
             let name = match c.colour {
@@ -435,10 +436,10 @@ fn print_row(r: &CellResult) {
         String::new()
     };
     println!(
-        "  {datagrams}over the whole cell, the host made {} of its {} frames for this viewer alone ({} answered a loss, {} stall probes){}",
+        "  {datagrams}over the whole cell, the host made {} of its {} frames for this viewer alone ({} against the picture it acknowledged; {} stall probes){}",
         r.host_rebased,
         r.host_frames,
-        r.host_repairs,
+        r.host_acknowledged,
         r.host_probes,
         match r.host_passed_over {
             0 => String::new(),

@@ -93,10 +93,11 @@ pub struct ViewerFlowStats {
     /// Deltas made for this viewer against a picture it holds, where a viewer without named
     /// bases gets a keyframe (it skipped frames, or lost one).
     pub rebased: u64,
-    /// Of those, deltas against the picture it acknowledged made to answer a loss (a frame
-    /// reported missing, or a path counted lossy). The others followed a skip or were stall
-    /// probes (`stall_probes` also counts a probe that went as Unchanged).
-    pub rebased_repairs: u64,
+    /// Of those, deltas against the picture it acknowledged: a frame reported missing, or a
+    /// path not counted clean (a loss lately, a large frame queued, an ACK overdue). The
+    /// others followed a skip or were stall probes (`stall_probes` also counts a probe that
+    /// went as Unchanged).
+    pub rebased_acknowledged: u64,
     /// Frames the viewer could not apply because a frame before them was lost (ACK status 3).
     pub bases_missing: u64,
     /// Frames sent beyond the byte budget while the viewer's ACKs had stopped, made against
@@ -128,7 +129,7 @@ impl ViewerFlowStats {
             keyframe_requests,
             refresh_keyframes,
             rebased,
-            rebased_repairs,
+            rebased_acknowledged,
             bases_missing,
             stall_probes,
             acknowledged_lost,
@@ -147,7 +148,7 @@ impl ViewerFlowStats {
             ("keyframe_requests", keyframe_requests),
             ("refresh_keyframes", refresh_keyframes),
             ("rebased", rebased),
-            ("rebased_repairs", rebased_repairs),
+            ("rebased_acknowledged", rebased_acknowledged),
             ("bases_missing", bases_missing),
             ("stall_probes", stall_probes),
             ("acknowledged_lost", acknowledged_lost),
@@ -170,7 +171,7 @@ impl ViewerFlowStats {
             keyframe_requests,
             refresh_keyframes,
             rebased,
-            rebased_repairs,
+            rebased_acknowledged,
             bases_missing,
             stall_probes,
             acknowledged_lost,
@@ -188,7 +189,7 @@ impl ViewerFlowStats {
         self.keyframe_requests += keyframe_requests;
         self.refresh_keyframes += refresh_keyframes;
         self.rebased += rebased;
-        self.rebased_repairs += rebased_repairs;
+        self.rebased_acknowledged += rebased_acknowledged;
         self.bases_missing += bases_missing;
         self.stall_probes += stall_probes;
         self.acknowledged_lost += acknowledged_lost;
@@ -566,7 +567,7 @@ impl ViewerFlow {
             Some(b) => Plan::Rebased { base: b },
             None => Plan::Keyframe { forced: true },
         };
-        // A delta against the acknowledged picture that answers a loss.
+        // A delta against the acknowledged picture, not a stall probe.
         let mut repair = false;
         let plan = if self.keyframe_requested {
             Plan::Keyframe { forced: true }
@@ -617,7 +618,7 @@ impl ViewerFlow {
             Plan::Unchanged => self.stats.unchanged += 1,
             Plan::Rebased { .. } => {
                 self.stats.rebased += 1;
-                self.stats.rebased_repairs += repair as u64;
+                self.stats.rebased_acknowledged += repair as u64;
                 self.deltas_since_key += 1;
             }
             Plan::Nothing => {}

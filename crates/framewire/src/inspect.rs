@@ -75,7 +75,7 @@ pub fn render_report(r: &LatencyReport) -> String {
         .filter(|v| v.budget_bytes > 0 || v.transport_rtt_ms.is_some())
     {
         let mut line = format!(
-            "  viewer {} ({}): {:.2} Mbit/s, min RTT {:.1} ms, in flight {} of {} B, skipped {}, rebased {} ({} answering a loss), bases missing {}",
+            "  viewer {} ({}): {:.2} Mbit/s, min RTT {:.1} ms, in flight {} of {} B, skipped {}, rebased {} ({} against its acknowledged picture), stall probes {}, bases missing {}",
             v.viewer,
             v.protocol,
             v.bandwidth_mbps,
@@ -84,7 +84,8 @@ pub fn render_report(r: &LatencyReport) -> String {
             v.budget_bytes,
             v.skipped,
             v.rebased,
-            v.rebased_repairs,
+            v.rebased_acknowledged,
+            v.stall_probes,
             v.bases_missing
         );
         if let (Some(rtt), Some(cwnd), Some(lost), Some(sent)) = (

@@ -111,7 +111,6 @@ impl ColourStage {
             .base_past(self.last.as_ref(), w, h * PLANES as u32);
         let encoder = self.encoder.as_mut().expect("made above");
         if let Some(b) = &passed_to {
-            m.counters.colour_frames_passed_over.inc();
             if let Some(o) = encoder.set_reference(b.grey.clone(), b.row_hashes()) {
                 self.pool.give(o);
             }
@@ -132,6 +131,9 @@ impl ColourStage {
             }
         };
         let cpu = thread_cpu_us().saturating_sub(cpu_start);
+        if passed_to.is_some() {
+            m.counters.colour_frames_passed_over.inc();
+        }
         let hashes = self.hashes.clone();
         std::mem::swap(&mut self.hashes, &mut self.prev_hashes);
         let times = (planes_end - planes_start, now_us() - planes_end);

@@ -42,9 +42,10 @@ pub(crate) struct PassOver {
 
 impl PassOver {
     /// The picture the next delta (of a picture `width` × `height`, as [`SourceFrame`]s count
-    /// them) is made against in place of `last`'s, which is withdrawn: where deltas are
-    /// costly, no viewer took `last` (a new picture, encoded), and a viewer took an older one
-    /// of that size. `None` when `last` stays the base (or a viewer took it first).
+    /// them) is made against in place of `last`'s: where deltas are costly, no viewer took
+    /// `last`'s picture (the encoded frame that made it, among the recent ones, or a repeat of
+    /// it), and a viewer took an older one of that size. Those frames are withdrawn. `None`
+    /// when `last`'s picture stays the base (or a viewer took one of them first).
     pub fn base_past(
         &self,
         last: Option<&Arc<SourceFrame>>,
@@ -55,8 +56,20 @@ impl PassOver {
             return None;
         }
         let last = last?;
-        let encoded = !matches!(last.payload, Payload::Unchanged | Payload::Fresh);
-        if last.taken() || !encoded || (last.width, last.height) != (width, height) {
+        if (last.width, last.height) != (width, height) {
+            return None;
+        }
+        // The frames of `last`'s picture: the one that made it and its repeats (a 30 fps video
+        // captured at 60 repeats every picture once).
+        let picture: Vec<_> = self
+            .recent
+            .iter()
+            .filter(|f| f.content_id == last.content_id)
+            .collect();
+        let made = picture
+            .iter()
+            .any(|f| !matches!(f.payload, Payload::Unchanged | Payload::Fresh));
+        if !made || picture.iter().any(|f| f.taken()) {
             return None;
         }
         let base = self
@@ -66,7 +79,12 @@ impl PassOver {
             .chain(&self.taken_before)
             .find(|f| f.taken() && f.content_id != last.content_id)
             .filter(|f| (f.width, f.height) == (width, height))?;
-        last.withdraw().then(|| base.clone())
+        // Newest first: once a repeat is withdrawn, no viewer takes the picture through it.
+        picture
+            .iter()
+            .rev()
+            .all(|f| f.withdraw())
+            .then(|| base.clone())
     }
 
     /// `frame` was published.
@@ -172,16 +190,35 @@ mod tests {
         assert!(k[0].claim());
         assert!(seen(COSTLY, &k).base_past(k.last(), 16, 3).is_none());
         assert!(k[2].claim(), "not withdrawn");
-        // The last frame repeats a picture, or was never encoded (no viewer of this stream
-        // when it was made): nothing to pass over.
-        let again = |f: &Arc<SourceFrame>, p| Arc::new(SourceFrame::new(f.again(9, 9), p));
-        for payload in [Payload::Unchanged, Payload::Fresh] {
-            let m = [frame(1, 8), frame(2, 8)];
-            assert!(m[0].claim());
-            let last = again(&m[1], payload);
-            let p = seen(COSTLY, &[m[0].clone(), m[1].clone(), last.clone()]);
-            assert!(p.base_past(Some(&last), 8, 3).is_none());
-            assert!(last.claim(), "not withdrawn");
+        // The last frame was never encoded (no viewer of this stream when it was made).
+        let m = [frame(1, 8), frame(2, 8)];
+        assert!(m[0].claim());
+        let fresh = Arc::new(SourceFrame::new(frame(3, 8).again(3, 3), Payload::Fresh));
+        let p = seen(COSTLY, &[m[0].clone(), m[1].clone(), fresh.clone()]);
+        assert!(p.base_past(Some(&fresh), 8, 3).is_none());
+        assert!(fresh.claim(), "not withdrawn");
+    }
+
+    /// A 30 fps video captured at 60: each new picture is repeated once (Unchanged). When no
+    /// viewer took the picture or its repeat, both are withdrawn; when one took either, the
+    /// picture stays the base.
+    #[test]
+    fn a_picture_and_its_repeat_are_passed_over_together() {
+        let repeat = |f: &Arc<SourceFrame>| {
+            Arc::new(SourceFrame::new(f.again(f.seq + 1, 0), Payload::Unchanged))
+        };
+        let (a, b) = (frame(1, 8), frame(2, 8));
+        let r = repeat(&b);
+        assert!(a.claim());
+        let p = seen(COSTLY, &[a.clone(), b.clone(), r.clone()]);
+        assert_eq!(p.base_past(Some(&r), 8, 3).map(|f| f.seq), Some(1));
+        assert!(!b.claim() && !r.claim(), "both withdrawn");
+        for taken in [0, 1] {
+            let (a, b) = (frame(1, 8), frame(2, 8));
+            let r = repeat(&b);
+            assert!(a.claim() && [&b, &r][taken].claim());
+            let p = seen(COSTLY, &[a.clone(), b.clone(), r.clone()]);
+            assert!(p.base_past(Some(&r), 8, 3).is_none(), "{taken}");
         }
     }
 

@@ -442,7 +442,6 @@ impl CaptureLoop {
         let height = grey.len() as u32 / width.max(1);
         let passed_to = self.pass_over.base_past(self.last.as_ref(), width, height);
         if let Some(b) = &passed_to {
-            self.mirror.counters.frames_passed_over.inc();
             if let Some(o) = self.encoder.set_reference(b.grey.clone(), b.row_hashes()) {
                 self.pool.give(o);
             }
@@ -475,6 +474,9 @@ impl CaptureLoop {
                         self.pass_over.delta_made(cpu);
                     }
                     self.pool.give(old);
+                }
+                if passed_to.is_some() {
+                    self.mirror.counters.frames_passed_over.inc();
                 }
                 e
             }

@@ -102,7 +102,7 @@ fn viewer_path(v: &ViewerShared, f: &FlowFigures) -> ViewerPath {
         frames_planned: f.stats.frames_planned,
         skipped: f.stats.skipped,
         rebased: f.stats.rebased,
-        rebased_repairs: f.stats.rebased_repairs,
+        rebased_acknowledged: f.stats.rebased_acknowledged,
         stall_probes: f.stats.stall_probes,
         unacked_passed: f.stats.unacked_passed,
         bases_missing: f.stats.bases_missing,

@@ -413,8 +413,10 @@ impl<W: Wire> HostSession<W> {
             return;
         };
         let planned = self.bases.last.as_ref().map(|x| x.content_id);
+        // Made against that picture, or that picture again: nothing to make.
         let skipped = match newest.delta_base {
             Some(b) if Some(b) == planned => 0,
+            _ if Some(newest.content_id) == planned => 0,
             _ => newest.seq.saturating_sub(last + 1),
         };
         // Whether the one skipped frame will be caught up with: the last frame planned stands

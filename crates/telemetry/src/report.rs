@@ -102,9 +102,10 @@ pub struct ViewerPath {
     /// superseded or overtaken).
     pub skipped: u64,
     pub rebased: u64,
-    /// Of those, deltas against the picture it acknowledged that answered a loss.
+    /// Of those, deltas against the picture it acknowledged (a frame reported missing, or a
+    /// path not counted clean), and the stall probes.
     #[serde(default)]
-    pub rebased_repairs: u64,
+    pub rebased_acknowledged: u64,
     /// Frames sent beyond the byte budget while its ACKs had stopped.
     #[serde(default)]
     pub stall_probes: u64,
