@@ -435,17 +435,20 @@ fn print_row(r: &CellResult) {
     } else {
         String::new()
     };
-    println!(
-        "  {datagrams}over the whole cell, the host made {} of its {} frames for this viewer alone ({} against the picture it acknowledged; {} stall probes){}",
-        r.host_rebased,
-        r.host_frames,
-        r.host_acknowledged,
-        r.host_probes,
-        match r.host_passed_over {
-            0 => String::new(),
-            n => format!(", and passed over {n} no viewer took"),
-        }
-    );
+    let passed = match r.host_passed_over {
+        0 => String::new(),
+        n => format!(", and passed over {n} no viewer took"),
+    };
+    if r.host_frames == 0 {
+        // The host's report had no figures for the viewer when it was read (seen now and then
+        // on TCP cells whose pictures all arrived): not "0 of 0".
+        println!("  {datagrams}the host's figures for this viewer were not read{passed}");
+    } else {
+        println!(
+            "  {datagrams}over the whole cell, the host made {} of its {} frames for this viewer alone ({} against the picture it acknowledged; {} stall probes){passed}",
+            r.host_rebased, r.host_frames, r.host_acknowledged, r.host_probes,
+        );
+    }
     match r.device_drops {
         Some((0, 0)) => {}
         Some((ab, ba)) => println!(

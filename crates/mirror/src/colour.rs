@@ -131,9 +131,6 @@ impl ColourStage {
             }
         };
         let cpu = thread_cpu_us().saturating_sub(cpu_start);
-        if passed_to.is_some() {
-            m.counters.colour_frames_passed_over.inc();
-        }
         let hashes = self.hashes.clone();
         std::mem::swap(&mut self.hashes, &mut self.prev_hashes);
         let times = (planes_end - planes_start, now_us() - planes_end);
@@ -154,6 +151,9 @@ impl ColourStage {
             m.counters.colour_encode_errors.inc();
             return self.restart(m);
         };
+        if passed_to.is_some() {
+            m.counters.colour_frames_passed_over.inc();
+        }
         m.counters.colour_frames.inc();
         let meta = FrameMeta {
             seq,

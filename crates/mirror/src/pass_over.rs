@@ -8,12 +8,12 @@
 //! cores), and on a lossy path the fractal had 73–107 of 152–231 frames made twice over QUIC.
 //!
 //! So where the shared deltas' moving average is above [`framewire_flow::COSTLY_US`], and no
-//! viewer took the last frame by the time the next picture has been captured and converted,
-//! that frame is withdrawn ([`SourceFrame::withdraw`]) and the next delta is made against the
-//! newest picture a viewer did take: one encode that every viewer behind can use. That is a
-//! capture interval after the last frame was published, or, where encoding takes longer than
-//! the interval (the capture does not wait then), a few milliseconds: the capture and the
-//! conversion. A viewer whose path opens while the next frame is made waits for it instead of
+//! viewer took the last picture (its frame or a repeat) by the time the next picture has been
+//! captured and converted, those frames are withdrawn ([`SourceFrame::withdraw`]) and the next
+//! delta is made against the newest picture a viewer did take: one encode that every viewer
+//! behind can use. That is a capture interval after the last frame was published, or, where
+//! encoding takes longer than the interval (the capture does not wait then), a few
+//! milliseconds: the capture and the conversion. A viewer whose path opens while the next frame is made waits for it instead of
 //! taking the withdrawn one, up to one encode. Cheap deltas are made again for a viewer rather
 //! than a frame held back.
 
@@ -219,6 +219,7 @@ mod tests {
             assert!(a.claim() && [&b, &r][taken].claim());
             let p = seen(COSTLY, &[a.clone(), b.clone(), r.clone()]);
             assert!(p.base_past(Some(&r), 8, 3).is_none(), "{taken}");
+            assert!([&b, &r][1 - taken].claim(), "{taken}: not withdrawn");
         }
     }
 

@@ -475,9 +475,7 @@ impl CaptureLoop {
                     }
                     self.pool.give(old);
                 }
-                if passed_to.is_some() {
-                    self.mirror.counters.frames_passed_over.inc();
-                }
+
                 e
             }
             Err(e) => {
@@ -496,6 +494,9 @@ impl CaptureLoop {
             warn!("a delta without the picture it was made against");
             return None;
         };
+        if passed_to.is_some() {
+            self.mirror.counters.frames_passed_over.inc();
+        }
         Some((enc, payload, encode_end, passed_to))
     }
 

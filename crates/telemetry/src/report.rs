@@ -103,8 +103,8 @@ pub struct ViewerPath {
     pub skipped: u64,
     pub rebased: u64,
     /// Of those, deltas against the picture it acknowledged (a frame reported missing, or a
-    /// path not counted clean), and the stall probes.
-    #[serde(default)]
+    /// path not counted clean), stall probes apart.
+    #[serde(default, alias = "rebased_repairs")]
     pub rebased_acknowledged: u64,
     /// Frames sent beyond the byte budget while its ACKs had stopped.
     #[serde(default)]
