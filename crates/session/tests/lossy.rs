@@ -21,8 +21,8 @@ use framewire_proto::v1::AckStatus;
 use framewire_proto::v1::{self, caps};
 use framewire_session::viewer::BASE_WAIT_US;
 use framewire_session::{
-    negotiate, HostConfig, HostSession, SourceFrame, V1Wire, ViewerEvent, ViewerHello,
-    ViewerReader, ViewerSession,
+    negotiate, FrameMeta, HostConfig, HostSession, Payload, SourceFrame, V1Wire, ViewerEvent,
+    ViewerHello, ViewerReader, ViewerSession,
 };
 
 thread_local! {
@@ -634,6 +634,116 @@ fn offer(host: &mut HostSession<V1Wire>, f: &Arc<SourceFrame>) -> (Plan, Vec<Vec
         }
     }
     (plan, units)
+}
+
+/// `n` frames of noise 640 × 400: a keyframe, then full-frame deltas, each well over the
+/// 128 KiB that go as datagrams.
+fn noise_frames(n: u64) -> Vec<Arc<SourceFrame>> {
+    let (w, h) = (640u32, 400u32);
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let lz4 = |d: &[u8]| {
+        let mut out = Vec::new();
+        framewire_codec::BlockCodec::Lz4
+            .compress(d, &mut out)
+            .unwrap();
+        Bytes::from(out)
+    };
+    let mut prev: Option<Arc<Vec<u8>>> = None;
+    (0..n)
+        .map(|seq| {
+            let grey: Vec<u8> = (0..w * h)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            let grey = Arc::new(grey);
+            let payload = match &prev {
+                None => Payload::Key(lz4(&grey)),
+                Some(base) => {
+                    let xor: Vec<u8> = base.iter().zip(grey.iter()).map(|(a, b)| a ^ b).collect();
+                    Payload::Delta {
+                        data: lz4(&xor),
+                        base_id: seq - 1,
+                        base: base.clone(),
+                    }
+                }
+            };
+            prev = Some(grey.clone());
+            let meta = FrameMeta {
+                planes: 1,
+                seq,
+                capture_us: now(),
+                width: w,
+                height: h,
+                checksum: framewire_codec::checksum::picture_checksum(&grey, w as usize),
+                grey,
+                content_id: seq,
+                codec: framewire_codec::BlockCodec::Lz4,
+            };
+            Arc::new(SourceFrame::new(meta, payload))
+        })
+        .collect()
+}
+
+/// Frames too large for datagrams cross on streams of their own, where QUIC sends a lost
+/// packet again. A loss the transport counts while one is in flight does not make the next
+/// one a delta against the acknowledged picture (made for the viewer alone, spanning every
+/// frame in flight; at 1 % loss nearly every such frame loses a packet): it chains on the
+/// frame sent before. Where frames cannot go as datagrams at all, the path is counted lossy
+/// as before. Every picture is exact either way.
+#[test]
+fn frames_too_large_for_datagrams_chain_after_a_counted_loss() {
+    let frames = noise_frames(3);
+    for made_good in [true, false] {
+        set_clock(1_000);
+        let mut host = host_on(caps::ALL, made_good);
+        host.on_path_counters(1_000, 0, now());
+        let mut viewer = welcomed_viewer(now());
+        let mut shown = Vec::new();
+        // The viewer takes what came (its events), and its ACKs go back.
+        let mut ack = |host: &mut HostSession<V1Wire>, viewer: &mut ViewerSession| {
+            while let Some(e) = viewer.poll_event() {
+                if let ViewerEvent::Shown(s) = e {
+                    shown.push((s.seq, s.ok));
+                }
+            }
+            while let Some(b) = viewer.poll_transmit() {
+                host.handle_bytes(now(), &b);
+            }
+        };
+        // The keyframe arrives and is acknowledged; frame 1 is sent, still crossing.
+        let (p0, u0) = offer(&mut host, &frames[0]);
+        assert!(matches!(p0, Plan::Keyframe { .. }));
+        for u in &u0 {
+            viewer.handle_unit(now(), u);
+        }
+        ack(&mut host, &mut viewer);
+        assert_eq!(host.flow_stats().acks, 1, "the keyframe acknowledged");
+        set_clock(now() + 16_000);
+        let (p1, u1) = offer(&mut host, &frames[1]);
+        assert_eq!(p1, Plan::Delta);
+        assert!(u1.iter().map(Vec::len).sum::<usize>() > 128 * 1024);
+        // A packet of it is counted lost.
+        host.on_path_counters(2_000, 3, now());
+        set_clock(now() + 16_000);
+        let (p2, u2) = offer(&mut host, &frames[2]);
+        match made_good {
+            true => assert_eq!(p2, Plan::Delta, "chained on frame 1"),
+            false => assert!(
+                matches!(p2, Plan::Rebased { base: 0 }),
+                "against the acknowledged keyframe: {p2:?}"
+            ),
+        }
+        for u in u1.iter().chain(&u2) {
+            viewer.handle_unit(now(), u);
+        }
+        ack(&mut host, &mut viewer);
+        assert_eq!(shown, [(0, true), (1, true), (2, true)], "{made_good}");
+        assert!(viewer.picture().equals(&frames[2].grey));
+    }
 }
 
 /// A frame the capture passed over is never offered, and the next one's delta is made against
