@@ -72,7 +72,8 @@ pub struct HostConfig {
     pub drops_superseded: bool,
     /// A frame on a transport stream of its own may never arrive (QUIC). Deltas for a viewer
     /// with named bases are then made against the picture it acknowledged, unless the path
-    /// has lost nothing lately or such deltas are costly ([`HostSession::on_path_counters`]).
+    /// has lost nothing lately, such deltas are costly, or the frames are too large for
+    /// datagrams and lost packets are few ([`HostSession::on_path_counters`]).
     /// On one ordered,
     /// reliable byte stream (TCP, a WebSocket) every frame arrives in order, so deltas go against
     /// the picture sent before: the delta every such viewer shares, and smaller.
@@ -82,8 +83,9 @@ pub struct HostConfig {
     /// loses no such frame as long as its other datagrams make it good. Deltas chained on such
     /// a frame count the path as clean while no frame was lost whole lately (the viewer
     /// reported a missing base) and no more than [`MADE_GOOD_LOSS_PERMILLE`] of the packets
-    /// were lost; the viewer reports a frame after a lost one at once. A frame that went
-    /// reliably (a keyframe, a larger one) is chained on by the rule for lost packets.
+    /// were lost; the viewer reports a frame after a lost one at once. A larger delta, which
+    /// goes on a stream, is chained on after a loss as long as no more than that share of
+    /// packets was lost and no ACK is overdue; a keyframe by the rule for lost packets.
     pub datagrams_up_to: Option<u64>,
 }
 
@@ -387,7 +389,8 @@ impl<W: Wire> HostSession<W> {
     /// a viewer whose frames may be lost gets the delta every viewer shares, as on an ordered
     /// stream, not one made for it against the picture it acknowledged. A loss seen, or an
     /// ACK overdue, brings the acknowledged picture back for the next frame. Where deltas made
-    /// for this viewer are costly ([`HostSession::on_rebased_made`]), frames keep chaining
+    /// for this viewer are costly ([`HostSession::on_rebased_made`]), or the last frame was a
+    /// delta too large for datagrams (with lost packets few), frames keep chaining
     /// after a loss, and only a frame it holds up past its ACK's due time brings the
     /// acknowledged picture back, once: until the viewer applies a frame planned after the
     /// loss, or a frame that needs nothing in flight is sent.
@@ -436,15 +439,23 @@ impl<W: Wire> HostSession<W> {
 
     fn refresh_path(&mut self, now: u64) {
         let b = &mut self.bases;
-        // A frame too large for datagrams is hundreds of packets, and at 1 % loss nearly every
-        // one loses a packet: counted lossy after each, the path made every frame a delta
-        // against the acknowledged picture, spanning every frame in flight (the synthetic
-        // video in grey, 410 kB frames: 81–96 % of its frames, and 49 pictures a second
-        // against 57 chained; BENCHMARKS.md). Such frames chain as costly ones do.
-        b.path_clean = if b.rebase_cost.costly() || b.last_large {
+        b.path_clean = if b.rebase_cost.costly() {
             // Only a frame stuck behind a lost packet for longer than QUIC's repair takes
             // calls for a delta made for this viewer alone; a large frame still crossing,
             // or an ACK late because the viewer is busy applying, does not.
+            b.path.settled() || !self.flow.ack_overdue(now)
+        } else if b.last_large
+            && !b.path.clean(now)
+            && b.path.recent_loss_permille().unwrap_or(0) <= MADE_GOOD_LOSS_PERMILLE
+        {
+            // A frame too large for datagrams is hundreds of packets, and at 1 % loss nearly
+            // every one loses a packet, which QUIC sends again: counted lossy after each, the
+            // path made every frame a delta against the acknowledged picture, spanning every
+            // frame in flight (the synthetic video in grey, 410 kB frames: 81–96 % of its
+            // frames, and 49 pictures a second against 57 chained; BENCHMARKS.md). After a
+            // loss (up to the bound for made-good packets) such frames chain as costly ones
+            // do; with no loss lately, a large frame queued or an ACK late still brings the
+            // acknowledged picture back (the rule below), as on a slow link.
             b.path.settled() || !self.flow.ack_overdue(now)
         } else if b.last_as_datagrams
             && b.path.recent_loss_permille().unwrap_or(0) <= MADE_GOOD_LOSS_PERMILLE
