@@ -162,12 +162,17 @@ impl SourceFrame {
     /// A viewer takes this frame: true unless the capture passed over it first
     /// ([`SourceFrame::withdraw`]). Taken once, it cannot be withdrawn.
     pub fn claim(&self) -> bool {
+        self.settle(TAKEN)
+    }
+
+    /// Moves the frame from open to `to`: true if it is (now or already) `to`.
+    fn settle(&self, to: u8) -> bool {
         match self
             .claim
-            .compare_exchange(OPEN, TAKEN, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(OPEN, to, Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(_) => true,
-            Err(now) => now == TAKEN,
+            Err(now) => now == to,
         }
     }
 
@@ -180,13 +185,7 @@ impl SourceFrame {
     /// delta against a picture a viewer holds: true unless a viewer took it first. A viewer
     /// offered it afterwards waits for the next one.
     pub fn withdraw(&self) -> bool {
-        match self
-            .claim
-            .compare_exchange(OPEN, WITHDRAWN, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => true,
-            Err(now) => now == WITHDRAWN,
-        }
+        self.settle(WITHDRAWN)
     }
 
     /// This frame is published after `prev`: it keeps `prev` as its previous frame, or, when

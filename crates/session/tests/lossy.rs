@@ -609,12 +609,7 @@ fn an_unchanged_frame_that_overtakes_the_keyframe_waits_for_it() {
     assert_eq!(units.len(), 2, "a keyframe and an Unchanged");
     viewer.handle_unit(now(), &units[1]);
     viewer.handle_unit(now(), &units[0]);
-    let shown: Vec<_> = std::iter::from_fn(|| viewer.poll_event())
-        .filter_map(|e| match e {
-            ViewerEvent::Shown(s) => Some((s.seq, s.ok)),
-            _ => None,
-        })
-        .collect();
+    let shown = shown_ok(&mut viewer);
     assert_eq!(shown, [(0, true), (1, true)]);
 }
 
@@ -777,12 +772,7 @@ fn a_frame_made_past_one_passed_over_goes_as_the_shared_delta() {
         .map(|t| [&t.head[..], t.payload.as_deref().unwrap_or(&[])].concat())
         .collect();
     apply(&mut viewer, units);
-    let shown: Vec<_> = std::iter::from_fn(|| viewer.poll_event())
-        .filter_map(|e| match e {
-            ViewerEvent::Shown(s) => Some((s.seq, s.ok)),
-            _ => None,
-        })
-        .collect();
+    let shown = shown_ok(&mut viewer);
     assert_eq!(shown, [(0, true), (2, true)]);
     assert!(viewer.picture().equals(&next.grey));
     // Skipped without being passed over: the next delta is against the frame skipped.
@@ -830,12 +820,7 @@ fn frames_that_come_before_the_welcome_wait_for_it() {
         session: 1,
     };
     viewer.handle_bytes(now(), &welcome.to_bytes());
-    let shown: Vec<_> = std::iter::from_fn(|| viewer.poll_event())
-        .filter_map(|e| match e {
-            ViewerEvent::Shown(s) => Some((s.seq, s.ok)),
-            _ => None,
-        })
-        .collect();
+    let shown = shown_ok(&mut viewer);
     assert_eq!(shown, [(1, true)], "the older keyframe must be dropped");
     assert!(viewer.picture().equals(&k1.grey));
     assert_eq!(viewer.stale_frames(), 1);
@@ -854,6 +839,16 @@ fn chained_units(n: usize) -> Vec<Vec<u8>> {
     }
     assert_eq!(units.len(), n);
     units
+}
+
+/// The frames the viewer reported since the last call: (seq, applied exactly).
+fn shown_ok(v: &mut ViewerSession) -> Vec<(u64, bool)> {
+    std::iter::from_fn(|| v.poll_event())
+        .filter_map(|e| match e {
+            ViewerEvent::Shown(s) => Some((s.seq, s.ok)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The frames the viewer reported since the last call: (seq, base missing).
