@@ -103,6 +103,10 @@ pub struct CellResult {
     /// queue was full), host → viewer and back, over the whole cell: losses the cell was not
     /// set to have ([`Link::device_drops`]); `None` when they could not be read.
     pub device_drops: Option<(u64, u64)>,
+    /// Packets the link's rate limit dropped, host → viewer and back, in the measuring window:
+    /// its tbf queue (100 ms at the rate) was full, as a real bottleneck's would be
+    /// ([`Link::shaper_drops`]); `None` when they could not be read.
+    pub shaper_drops: Option<(u64, u64)>,
     /// Host: capture, encode, send; viewer: decode, apply; the rest of capture → applied
     /// (averages, ms).
     pub capture_ms: f64,
@@ -211,14 +215,27 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
     let burst_end = Arc::new(Mutex::new(None::<u64>));
     let burster = {
         let (link, end) = (link.clone(), burst_end.clone());
-        std::thread::spawn(move || -> anyhow::Result<()> {
-            std::thread::sleep(burst_at);
+        std::thread::spawn(move || -> anyhow::Result<Option<(u64, u64)>> {
+            // The rate limit's drops over the measuring window (not the warm-up's start).
+            let drops = || {
+                link.shaper_drops()
+                    .inspect_err(
+                        |e| tracing::warn!(error = %e, "bench net: the rate limit's drops unread"),
+                    )
+                    .ok()
+            };
+            std::thread::sleep(WARM_UP);
+            let before = drops();
+            std::thread::sleep(burst_at.saturating_sub(WARM_UP));
+            let window = before
+                .zip(drops())
+                .map(|(b, e)| (e.0.saturating_sub(b.0), e.1.saturating_sub(b.1)));
             let blackout = Impairment { loss: 1.0, ..imp };
             link.set_impairment(blackout, blackout)?;
             std::thread::sleep(Duration::from_millis(BURST_MS));
             link.set_impairment(imp, imp)?;
             *end.lock().unwrap_or_else(|e| e.into_inner()) = Some(now_us());
-            Ok(())
+            Ok(window)
         })
     };
     let stats = Arc::new(Mutex::new(ViewerStats::default()));
@@ -261,7 +278,7 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
     // The cell's certificate is made afresh in the next: nothing is left behind.
     let _ = std::fs::remove_dir_all(&cert_dir_after);
     let report = report.map_err(|_| anyhow::anyhow!("host thread panicked"))??;
-    burster
+    let shaper_drops = burster
         .join()
         .map_err(|_| anyhow::anyhow!("burst thread panicked"))??;
     let (ab, _) = link.counters();
@@ -320,6 +337,7 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
             found.map_or(0, |(_, v)| *v)
         },
         device_drops,
+        shaper_drops,
         datagram_lost: s.datagram_lost,
         capture_ms: report.capture.avg,
         encode_ms: encode,
@@ -455,6 +473,14 @@ fn print_row(r: &CellResult) {
             "  the link's devices dropped {ab} packets host → viewer and {ba} back, their queues full (not the loss set)"
         ),
         None => println!("  the link's devices' drops could not be read (see the log)"),
+    }
+    match r.shaper_drops {
+        Some((0, 0)) => {}
+        Some((ab, ba)) => println!(
+            "  the link's rate limit dropped {ab} packets host → viewer and {ba} back while measured, its queue ({} ms at the rate) full",
+            framewire_netem::TBF_LATENCY_MS
+        ),
+        None => println!("  the rate limit's drops could not be read (see the log)"),
     }
 }
 

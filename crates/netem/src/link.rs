@@ -202,6 +202,18 @@ impl Link {
         ))
     }
 
+    /// Packets each direction's rate limit dropped (A→B, B→A; 0 where it has none) since it
+    /// was set: its tbf queue, [`crate::TBF_LATENCY_MS`] at the rate, was full. A sender that
+    /// runs ahead of the rate by more than that loses packets there, as on a real link.
+    pub fn shaper_drops(&self) -> Result<(u64, u64), NetemError> {
+        let rates = *self.rates.lock().unwrap_or_else(|p| p.into_inner());
+        let read = |ns: &str, rate: Option<u64>| match rate {
+            Some(_) => shaper::dropped(ns, TUN_NAME),
+            None => Ok(0),
+        };
+        Ok((read(self.a(), rates.0)?, read(self.b(), rates.1)?))
+    }
+
     /// The impairments in force (A→B, B→A).
     pub fn impairment(&self) -> (Impairment, Impairment) {
         (self.a_to_b.get(), self.b_to_a.get())

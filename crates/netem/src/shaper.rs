@@ -60,9 +60,52 @@ pub fn apply(ns: &str, dev: &str, kbit: Option<u64>, had_limit: bool) -> Result<
     Ok(())
 }
 
+/// Packets the rate limit on `dev` in `ns` dropped since it was set: its queue
+/// ([`LATENCY_MS`] at the rate) was full. The kernel counts them on the qdisc, not the device,
+/// read here with `tc -s qdisc`.
+pub(crate) fn dropped(ns: &str, dev: &str) -> Result<u64, NetemError> {
+    let args = ["-n", ns, "-s", "qdisc", "show", "dev", dev];
+    let out = cmd::run("tc", &args)?;
+    parse_dropped(&out).ok_or_else(|| NetemError::Output {
+        cmd: format!("tc {}", args.join(" ")),
+        what: "the tbf queue's drops",
+        output: out,
+    })
+}
+
+/// The `dropped` figure of the tbf qdisc in `tc -s qdisc show` output (`Sent … (dropped N,
+/// overlimits …)` on the line after the qdisc's own).
+fn parse_dropped(out: &str) -> Option<u64> {
+    let mut lines = out.lines().skip_while(|l| !l.starts_with("qdisc tbf"));
+    lines.next()?;
+    let stats = lines.next()?;
+    let (_, rest) = stats.split_once("(dropped ")?;
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `tc -s qdisc show dev fwnetem0` as this machine's iproute2 prints it after a cell of
+    /// glxgears in colour at 10 Mbit/s.
+    const TC_S_QDISC: &str = "\
+qdisc tbf 8001: root refcnt 2 rate 10Mbit burst 12500b lat 100ms 
+ Sent 12081934 bytes 9311 pkt (dropped 57, overlimits 14022 requeues 0) 
+ backlog 0b 0p requeues 0
+";
+
+    #[test]
+    fn the_tbf_queue_drops_are_read() {
+        assert_eq!(parse_dropped(TC_S_QDISC), Some(57));
+        assert_eq!(
+            parse_dropped("qdisc noqueue 0: root refcnt 2\n Sent 0 bytes\n"),
+            None
+        );
+    }
 
     #[test]
     fn burst_is_ten_ms_of_rate_with_a_floor() {
