@@ -82,8 +82,10 @@ pub struct CellResult {
     pub mbytes_sent: f64,
     pub checksum_failures: u64,
     pub bases_missing: u64,
-    /// quic-dgram: frames rebuilt from datagrams with recovery shards, and frames given up
-    /// with too few shards, over the measuring window.
+    /// quic-dgram: frames that came as datagrams, of those the ones rebuilt with recovery
+    /// shards, and frames given up with too few shards: from the start (the warm-up too) to
+    /// the end of the measuring window.
+    pub datagram_frames: u64,
     pub datagram_recovered: u64,
     pub datagram_lost: u64,
     /// The host, over the whole cell (burst included): frames it planned for the viewer, and
@@ -323,6 +325,7 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         mbytes_sent: ab.bytes_out as f64 / 1e6,
         checksum_failures: s.checksum_failures,
         bases_missing: s.bases_missing,
+        datagram_frames: s.datagram_frames,
         datagram_recovered: s.datagram_recovered,
         host_frames: report.viewers.first().map_or(0, |v| v.frames_planned),
         host_rebased: report.viewers.first().map_or(0, |v| v.rebased),
@@ -447,8 +450,8 @@ fn print_row(r: &CellResult) {
     }
     let datagrams = if c.transport == Transport::QuicDgram {
         format!(
-            "datagrams: {} frames rebuilt with recovery shards, {} lost (too few shards, or none came); ",
-            r.datagram_recovered, r.datagram_lost
+            "datagrams: {} frames came as datagrams, {} of them rebuilt with recovery shards, {} lost (too few shards, or none came); ",
+            r.datagram_frames, r.datagram_recovered, r.datagram_lost
         )
     } else {
         String::new()

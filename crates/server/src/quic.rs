@@ -40,14 +40,17 @@ const OPEN_FRAMES: usize = 32;
 /// Frame streams left to finish when a newer frame supersedes them.
 const KEEP_UNRESET: usize = 2;
 /// Frames larger than this go on a stream even to a viewer that takes datagrams (at most
-/// [`shards::MAX_UNIT`], what a viewer takes as datagrams). Such a frame
-/// takes many round trips' worth of packets to cross, so a retransmission adds little to its
-/// time; and the bursts of loss it meets (a full queue, a viewer too busy decoding to read)
-/// are more than one recovery shard in ten makes good. Measured across the emulated links
-/// (BENCHMARKS.md, "Frames as datagrams"): a lossless colour video of about 850 kB a frame
-/// lost 35 and 32 frames in two of three 6 s runs as datagrams at 1 % loss, and at 10 Mbit/s
-/// showed 0.2 pictures a second against 1.0 on streams, while frames of 6–26 kB (a browser,
-/// glxgears) crossed sooner as datagrams.
+/// [`shards::MAX_UNIT`], what a viewer takes as datagrams). Such a frame takes many round
+/// trips' worth of packets to cross, so a retransmission adds less to its time, and its
+/// datagrams go out in one burst, which on a slow path outlasts the bottleneck's queue.
+/// Measured across the emulated links (BENCHMARKS.md, "Frames as datagrams" and "Large frames
+/// as datagrams, tried"): with frames of up to 2 MiB as datagrams, at an unlimited rate and
+/// 1 % loss the p99 fell by a third to a half (a grey video of 410 kB frames 79 → 45 ms, a
+/// colour one 61 → 36 ms), but at 10 Mbit/s no such frame came whole, and at 50 Mbit/s a
+/// colour video showed 35 pictures a second against 55 on streams. No rule tried on the
+/// delivery-rate estimate (the frame's crossing time at it, a floor on it) kept the gains
+/// without the losses: on a fast path the estimate measures the content, not the path. So
+/// frames over 128 KiB stay on streams.
 const DATAGRAM_UNIT_MAX: usize = 128 * 1024;
 /// How long a new connection has to open its control stream (or, for WebTransport, to ask
 /// for its session).
