@@ -101,6 +101,11 @@ pub struct CellResult {
     /// Frames the host's capture passed over (no viewer took them; the next one's delta was
     /// made against a picture the viewer took; `frames_passed_over`), over the whole cell.
     pub host_passed_over: u64,
+    /// The host's delivery-rate estimate for the viewer (Mbit/s) and its minimum RTT (ms) when
+    /// the cell ended (after the burst), and QUIC's congestion window then (bytes; TCP: none).
+    pub host_bandwidth_mbps: f64,
+    pub host_min_rtt_ms: f64,
+    pub host_cwnd_bytes: Option<u64>,
     /// Packets the emulated link's own devices dropped before its relay read them (their
     /// queue was full), host → viewer and back, over the whole cell: losses the cell was not
     /// set to have ([`Link::device_drops`]); `None` when they could not be read.
@@ -331,6 +336,9 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         host_rebased: report.viewers.first().map_or(0, |v| v.rebased),
         host_acknowledged: report.viewers.first().map_or(0, |v| v.rebased_acknowledged),
         host_probes: report.viewers.first().map_or(0, |v| v.stall_probes),
+        host_bandwidth_mbps: report.viewers.first().map_or(0.0, |v| v.bandwidth_mbps),
+        host_min_rtt_ms: report.viewers.first().map_or(0.0, |v| v.min_rtt_ms),
+        host_cwnd_bytes: report.viewers.first().and_then(|v| v.cwnd_bytes),
         host_passed_over: {
             let name = match c.colour {
                 true => "colour_frames_passed_over",
@@ -468,6 +476,13 @@ fn print_row(r: &CellResult) {
         println!(
             "  {datagrams}over the whole cell, the host made {} of its {} frames for this viewer alone ({} against the picture it acknowledged; {} stall probes){passed}",
             r.host_rebased, r.host_frames, r.host_acknowledged, r.host_probes,
+        );
+        let window = r.host_cwnd_bytes.map_or(String::new(), |w| {
+            format!("; QUIC's window {:.0} kB", w as f64 / 1e3)
+        });
+        println!(
+            "  at the end, the host's estimate of the path: {:.1} Mbit/s, minimum RTT {:.1} ms{window}",
+            r.host_bandwidth_mbps, r.host_min_rtt_ms,
         );
     }
     match r.device_drops {
