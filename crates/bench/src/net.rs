@@ -231,12 +231,17 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
                     )
                     .ok()
             };
-            std::thread::sleep(WARM_UP);
+            // Timed from the thread's start, so reading them (`tc`, twice a rate-limited cell)
+            // does not move the burst.
+            let t0 = Instant::now();
+            let sleep_until = |t: Duration| {
+                std::thread::sleep((t0 + t).saturating_duration_since(Instant::now()))
+            };
+            sleep_until(WARM_UP);
             let before = drops();
-            std::thread::sleep(burst_at.saturating_sub(WARM_UP));
+            sleep_until(burst_at);
             let window = before
-                .zip(drops())
-                .map(|(b, e)| (e.0.saturating_sub(b.0), e.1.saturating_sub(b.1)));
+                .and_then(|b| drops().map(|e| (e.0.saturating_sub(b.0), e.1.saturating_sub(b.1))));
             let blackout = Impairment { loss: 1.0, ..imp };
             link.set_impairment(blackout, blackout)?;
             std::thread::sleep(Duration::from_millis(BURST_MS));
