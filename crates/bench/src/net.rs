@@ -231,8 +231,10 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
                     )
                     .ok()
             };
-            // Timed from the thread's start, so reading them (`tc`, twice a rate-limited cell)
-            // does not move the burst.
+            // Timed from the thread's start, and the blackout begun before the second reading,
+            // so reading them (`tc`, twice a rate-limited cell) does not move the burst. The
+            // blackout is the relay's, after the rate limit: the milliseconds a reading takes
+            // change nothing there.
             let t0 = Instant::now();
             let sleep_until = |t: Duration| {
                 std::thread::sleep((t0 + t).saturating_duration_since(Instant::now()))
@@ -240,10 +242,10 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
             sleep_until(WARM_UP);
             let before = drops();
             sleep_until(burst_at);
-            let window = before
-                .and_then(|b| drops().map(|e| (e.0.saturating_sub(b.0), e.1.saturating_sub(b.1))));
             let blackout = Impairment { loss: 1.0, ..imp };
             link.set_impairment(blackout, blackout)?;
+            let window = before
+                .and_then(|b| drops().map(|e| (e.0.saturating_sub(b.0), e.1.saturating_sub(b.1))));
             std::thread::sleep(Duration::from_millis(BURST_MS));
             link.set_impairment(imp, imp)?;
             *end.lock().unwrap_or_else(|e| e.into_inner()) = Some(now_us());
