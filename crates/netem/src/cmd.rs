@@ -29,6 +29,22 @@ pub fn run(program: &str, args: &[&str]) -> Result<String, NetemError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Runs `program args...` and reads one figure from its stdout with `parse`; an error quoting
+/// the command and its output when `parse` finds none (`what` names the figure).
+pub fn read<T>(
+    program: &str,
+    args: &[&str],
+    what: &'static str,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Result<T, NetemError> {
+    let out = run(program, args)?;
+    parse(&out).ok_or_else(|| NetemError::Output {
+        cmd: format!("{program} {}", args.join(" ")),
+        what,
+        output: out,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,12 +9,7 @@ use crate::error::NetemError;
 /// Packets the kernel dropped on the way out of `dev` in namespace `ns`, since it was made.
 pub(crate) fn tx_dropped(ns: &str, dev: &str) -> Result<u64, NetemError> {
     let args = ["-n", ns, "-s", "link", "show", "dev", dev];
-    let out = cmd::run("ip", &args)?;
-    parse_tx_dropped(&out).ok_or_else(|| NetemError::Output {
-        cmd: format!("ip {}", args.join(" ")),
-        what: "transmit drops",
-        output: out,
-    })
+    cmd::read("ip", &args, "transmit drops", parse_tx_dropped)
 }
 
 /// The transmit `dropped` figure of `ip -s link show` output: the line after the `TX:` header,

@@ -65,12 +65,7 @@ pub fn apply(ns: &str, dev: &str, kbit: Option<u64>, had_limit: bool) -> Result<
 /// read here with `tc -s qdisc`.
 pub(crate) fn dropped(ns: &str, dev: &str) -> Result<u64, NetemError> {
     let args = ["-n", ns, "-s", "qdisc", "show", "dev", dev];
-    let out = cmd::run("tc", &args)?;
-    parse_dropped(&out).ok_or_else(|| NetemError::Output {
-        cmd: format!("tc {}", args.join(" ")),
-        what: "the tbf queue's drops",
-        output: out,
-    })
+    cmd::read("tc", &args, "the tbf queue's drops", parse_dropped)
 }
 
 /// The `dropped` figure of the tbf qdisc in `tc -s qdisc show` output (`Sent … (dropped N,

@@ -21,8 +21,8 @@ use framewire_proto::v1::AckStatus;
 use framewire_proto::v1::{self, caps};
 use framewire_session::viewer::BASE_WAIT_US;
 use framewire_session::{
-    negotiate, FrameMeta, HostConfig, HostSession, Payload, SourceFrame, V1Wire, ViewerEvent,
-    ViewerHello, ViewerReader, ViewerSession,
+    negotiate, FrameMeta, HostConfig, HostSession, Payload, Shown, SourceFrame, V1Wire,
+    ViewerEvent, ViewerHello, ViewerReader, ViewerSession,
 };
 
 thread_local! {
@@ -841,24 +841,24 @@ fn chained_units(n: usize) -> Vec<Vec<u8>> {
     units
 }
 
-/// The frames the viewer reported since the last call: (seq, applied exactly).
-fn shown_ok(v: &mut ViewerSession) -> Vec<(u64, bool)> {
+/// The frames the viewer reported since the last call: (seq, what `f` reads of each).
+fn shown_by(v: &mut ViewerSession, f: impl Fn(&Shown) -> bool) -> Vec<(u64, bool)> {
     std::iter::from_fn(|| v.poll_event())
         .filter_map(|e| match e {
-            ViewerEvent::Shown(s) => Some((s.seq, s.ok)),
+            ViewerEvent::Shown(s) => Some((s.seq, f(&s))),
             _ => None,
         })
         .collect()
 }
 
+/// The frames the viewer reported since the last call: (seq, applied exactly).
+fn shown_ok(v: &mut ViewerSession) -> Vec<(u64, bool)> {
+    shown_by(v, |s| s.ok)
+}
+
 /// The frames the viewer reported since the last call: (seq, base missing).
 fn shown_base_missing(v: &mut ViewerSession) -> Vec<(u64, bool)> {
-    std::iter::from_fn(|| v.poll_event())
-        .filter_map(|e| match e {
-            ViewerEvent::Shown(s) => Some((s.seq, s.base_missing)),
-            _ => None,
-        })
-        .collect()
+    shown_by(v, |s| s.base_missing)
 }
 
 /// A delta chained on a frame that was lost waits for that base for a while (it may be on a
