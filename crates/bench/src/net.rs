@@ -327,6 +327,7 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
     };
     let send = report.send.avg;
     let (decode, apply) = (ms(&s.decompress_us), ms(&s.apply_us));
+    let v = report.viewers.first();
     Ok(CellResult {
         cell: c.clone(),
         e2e_ms_p50: percentile_ms(&s.e2e_us, 50.0),
@@ -339,13 +340,13 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         bases_missing: s.bases_missing,
         datagram_frames: s.datagram_frames,
         datagram_recovered: s.datagram_recovered,
-        host_frames: report.viewers.first().map_or(0, |v| v.frames_planned),
-        host_rebased: report.viewers.first().map_or(0, |v| v.rebased),
-        host_acknowledged: report.viewers.first().map_or(0, |v| v.rebased_acknowledged),
-        host_probes: report.viewers.first().map_or(0, |v| v.stall_probes),
-        host_bandwidth_mbps: report.viewers.first().map_or(0.0, |v| v.bandwidth_mbps),
-        host_min_rtt_ms: report.viewers.first().map_or(0.0, |v| v.min_rtt_ms),
-        host_cwnd_bytes: report.viewers.first().and_then(|v| v.cwnd_bytes),
+        host_frames: v.map_or(0, |v| v.frames_planned),
+        host_rebased: v.map_or(0, |v| v.rebased),
+        host_acknowledged: v.map_or(0, |v| v.rebased_acknowledged),
+        host_probes: v.map_or(0, |v| v.stall_probes),
+        host_bandwidth_mbps: v.map_or(0.0, |v| v.bandwidth_mbps),
+        host_min_rtt_ms: v.map_or(0.0, |v| v.min_rtt_ms),
+        host_cwnd_bytes: v.and_then(|v| v.cwnd_bytes),
         host_passed_over: {
             let name = match c.colour {
                 true => "colour_frames_passed_over",

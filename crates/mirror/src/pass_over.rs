@@ -13,9 +13,9 @@
 //! delta is made against the newest picture a viewer did take: one encode that every viewer
 //! behind can use. That is a capture interval after the last frame was published, or, where
 //! encoding takes longer than the interval (the capture does not wait then), a few
-//! milliseconds: the capture and the conversion. A viewer whose path opens while the next frame is made waits for it instead of
-//! taking the withdrawn one, up to one encode. Cheap deltas are made again for a viewer rather
-//! than a frame held back.
+//! milliseconds: the capture and the conversion. A viewer whose path opens while the next
+//! frame is made waits for it instead of taking the withdrawn one, up to one encode. Cheap
+//! deltas are made again for a viewer rather than a frame held back.
 
 use std::collections::VecDeque;
 use std::sync::Arc;

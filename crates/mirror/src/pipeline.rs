@@ -475,7 +475,6 @@ impl CaptureLoop {
                     }
                     self.pool.give(old);
                 }
-
                 e
             }
             Err(e) => {

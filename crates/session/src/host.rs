@@ -85,7 +85,8 @@ pub struct HostConfig {
     /// reported a missing base) and no more than [`MADE_GOOD_LOSS_PERMILLE`] of the packets
     /// were lost; the viewer reports a frame after a lost one at once. A larger delta, which
     /// goes on a stream, is chained on after a loss as long as no more than that share of
-    /// packets was lost and no ACK is overdue; a keyframe by the rule for lost packets.
+    /// packets was lost and either the loss was answered or no ACK is overdue; a keyframe by
+    /// the rule for lost packets.
     pub datagrams_up_to: Option<u64>,
 }
 
@@ -220,8 +221,9 @@ struct Retained {
     repair_patience_us: u64,
     /// Deltas go against the acknowledged picture ([`HostConfig::frames_may_be_lost`])
     /// unless `path_clean`: the path has lost nothing lately and keeps up, or deltas made for
-    /// this viewer are costly (`rebase_cost`), or the last frame was too large for datagrams,
-    /// and no unanswered loss holds a frame up past its
+    /// this viewer are costly (`rebase_cost`), or the last frame was too large for datagrams
+    /// and at most [`MADE_GOOD_LOSS_PERMILLE`] of the packets were lost, and no unanswered loss
+    /// holds a frame up past its
     /// ACK's due time. Then they chain on the frame sent before.
     prefer_acknowledged: bool,
     path: LossWatch,
@@ -439,27 +441,23 @@ impl<W: Wire> HostSession<W> {
 
     fn refresh_path(&mut self, now: u64) {
         let b = &mut self.bases;
-        b.path_clean = if b.rebase_cost.costly() {
-            // Only a frame stuck behind a lost packet for longer than QUIC's repair takes
-            // calls for a delta made for this viewer alone; a large frame still crossing,
-            // or an ACK late because the viewer is busy applying, does not.
+        let few_lost = b.path.recent_loss_permille().unwrap_or(0) <= MADE_GOOD_LOSS_PERMILLE;
+        // Where deltas made for this viewer are costly, only a frame stuck behind a lost
+        // packet for longer than QUIC's repair takes calls for one; a large frame still
+        // crossing, or an ACK late because the viewer is busy applying, does not.
+        // A frame too large for datagrams is hundreds of packets, and at 1 % loss nearly
+        // every one loses a packet, which QUIC sends again: counted lossy after each, the
+        // path made every frame a delta against the acknowledged picture, spanning every frame
+        // in flight (the synthetic video in grey, 410 kB frames: 81–96 % of its frames, and 49
+        // pictures a second against 57 chained; BENCHMARKS.md). After a loss (up to the bound
+        // for made-good packets) such frames chain as costly ones do; with no loss lately, a
+        // large frame queued or an ACK late still brings the acknowledged picture back (the
+        // rule below), as on a slow link.
+        let chain_as_costly =
+            b.rebase_cost.costly() || (b.last_large && !b.path.clean(now) && few_lost);
+        b.path_clean = if chain_as_costly {
             b.path.settled() || !self.flow.ack_overdue(now)
-        } else if b.last_large
-            && !b.path.clean(now)
-            && b.path.recent_loss_permille().unwrap_or(0) <= MADE_GOOD_LOSS_PERMILLE
-        {
-            // A frame too large for datagrams is hundreds of packets, and at 1 % loss nearly
-            // every one loses a packet, which QUIC sends again: counted lossy after each, the
-            // path made every frame a delta against the acknowledged picture, spanning every
-            // frame in flight (the synthetic video in grey, 410 kB frames: 81–96 % of its
-            // frames, and 49 pictures a second against 57 chained; BENCHMARKS.md). After a
-            // loss (up to the bound for made-good packets) such frames chain as costly ones
-            // do; with no loss lately, a large frame queued or an ACK late still brings the
-            // acknowledged picture back (the rule below), as on a slow link.
-            b.path.settled() || !self.flow.ack_overdue(now)
-        } else if b.last_as_datagrams
-            && b.path.recent_loss_permille().unwrap_or(0) <= MADE_GOOD_LOSS_PERMILLE
-        {
+        } else if b.last_as_datagrams && few_lost {
             // Lost packets cost no frame here: only a frame lost whole (or an ACK overdue,
             // which is what a lost frame looks like first) makes the path lossy.
             let whole = b

@@ -700,11 +700,7 @@ fn frames_too_large_for_datagrams_chain_after_a_counted_loss() {
         let mut shown = Vec::new();
         // The viewer takes what came (its events), and its ACKs go back.
         let mut ack = |host: &mut HostSession<V1Wire>, viewer: &mut ViewerSession| {
-            while let Some(e) = viewer.poll_event() {
-                if let ViewerEvent::Shown(s) = e {
-                    shown.push((s.seq, s.ok));
-                }
-            }
+            shown.extend(shown_ok(viewer));
             while let Some(b) = viewer.poll_transmit() {
                 host.handle_bytes(now(), &b);
             }
