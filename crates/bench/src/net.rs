@@ -106,6 +106,10 @@ pub struct CellResult {
     pub host_bandwidth_mbps: f64,
     pub host_min_rtt_ms: f64,
     pub host_cwnd_bytes: Option<u64>,
+    /// The bound the host set on that window, when in force at the end.
+    pub host_window_bound_bytes: Option<u64>,
+    /// QUIC's smoothed RTT at the end (ms).
+    pub host_transport_rtt_ms: Option<f64>,
     /// Packets the emulated link's own devices dropped before its relay read them (their
     /// queue was full), host → viewer and back, over the whole cell: losses the cell was not
     /// set to have ([`Link::device_drops`]); `None` when they could not be read.
@@ -347,6 +351,8 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         host_bandwidth_mbps: v.map_or(0.0, |v| v.bandwidth_mbps),
         host_min_rtt_ms: v.map_or(0.0, |v| v.min_rtt_ms),
         host_cwnd_bytes: v.and_then(|v| v.cwnd_bytes),
+        host_window_bound_bytes: v.and_then(|v| v.window_bound_bytes),
+        host_transport_rtt_ms: v.and_then(|v| v.transport_rtt_ms),
         host_passed_over: {
             let name = match c.colour {
                 true => "colour_frames_passed_over",
@@ -485,8 +491,14 @@ fn print_row(r: &CellResult) {
             "  {datagrams}over the whole cell, the host made {} of its {} frames for this viewer alone ({} against the picture it acknowledged; {} stall probes){passed}",
             r.host_rebased, r.host_frames, r.host_acknowledged, r.host_probes,
         );
+        let bound = r.host_window_bound_bytes.map_or(String::new(), |b| {
+            format!(", bounded by the host at {:.0} kB", b as f64 / 1e3)
+        });
+        let srtt = r
+            .host_transport_rtt_ms
+            .map_or(String::new(), |t| format!(", smoothed RTT {t:.1} ms"));
         let window = r.host_cwnd_bytes.map_or(String::new(), |w| {
-            format!("; QUIC's window {:.0} kB", w as f64 / 1e3)
+            format!("; QUIC's window {:.0} kB{bound}{srtt}", w as f64 / 1e3)
         });
         println!(
             "  at the end, the host's estimate of the path: {:.1} Mbit/s, minimum RTT {:.1} ms{window}",

@@ -53,6 +53,16 @@ const SMALL_FRAMES_FLOOR: u64 = 64 * 1024;
 /// A frame may go while the path is estimated to be busy for at most the minimum RTT, or this
 /// long (µs): one capture interval at 60 fps, so the next capture still finds the path busy.
 const QUEUE_AHEAD_MIN_US: u64 = 17_000;
+/// The path queues ([`DeliveryRate::window_bound`]) when the transport's smoothed round trip
+/// exceeds the minimum by more than this part of it (a fraction), and by more than
+/// [`QUEUE_SEEN_MIN_US`]. A bottleneck's queue under a window of twice the product is up to
+/// one product (measured: 28 ms over 24 at 10 Mbit/s, 17 over 21 at 50 Mbit/s). A path
+/// without one adds the peer's ACK delay (1 ms asked), its scheduling, and a relay's bursts:
+/// on an unlimited 20 ms path with 1 % loss, an eighth of the minimum (and 3 ms) was
+/// exceeded often enough to bound the window in every run, and the video fell from 59 to 48
+/// pictures a second.
+const QUEUE_SEEN: (u64, u64) = (1, 2);
+const QUEUE_SEEN_MIN_US: u64 = 5_000;
 /// Frames whose size sets the "one frame" allowance.
 const RECENT_FRAMES: usize = 30;
 /// The viewer's holding times ([`DeliveryRate::viewer_hold_us`]) are the median of this many.
@@ -74,6 +84,9 @@ struct Sent {
     /// A frame was refused for lack of room since the one before: this one's rate sample
     /// measures the path, not the content.
     limited: bool,
+    /// When the path was estimated, as this one was sent, to have carried it: after the
+    /// frames still crossing ahead of it, at the delivery rate.
+    across_us: u64,
 }
 
 /// What the estimator believes of the path (for `/metrics` and `framewire latency`).
@@ -132,11 +145,16 @@ pub struct DeliveryRate {
     holds: VecDeque<u64>,
     /// How long the next frame takes to make before it can go ([`DeliveryRate::set_make_lead`]).
     make_lead_us: u64,
+    /// When the transport's round trip last showed a queue ([`DeliveryRate::window_bound`]).
+    queue_seen_at_us: Option<u64>,
+    /// The latest moment the estimator was told of (a send, an ACK, a bound asked for).
+    clock_us: u64,
 }
 
 impl DeliveryRate {
     /// A frame of `bytes` was sent as `id` at `now`.
     pub fn on_sent(&mut self, id: u64, bytes: u64, now: u64) {
+        self.clock_us = self.clock_us.max(now);
         if self.sent.len() >= SENT_MAX {
             if let Some(old) = self.sent.pop_front() {
                 self.inflight = self.inflight.saturating_sub(old.bytes);
@@ -155,11 +173,15 @@ impl DeliveryRate {
             delivered_at_us: self.delivered_at_us,
             first_sent_us: self.acked_sent_us,
             limited: std::mem::take(&mut self.refused),
+            across_us: now,
         });
         self.inflight += bytes;
         self.make_lead_us = 0;
         let takes = self.estimate().time_us(bytes);
         self.busy_until_us = self.busy_until_us.max(now) + takes;
+        if let Some(s) = self.sent.back_mut() {
+            s.across_us = self.busy_until_us;
+        }
         if self.frames.len() >= RECENT_FRAMES {
             self.frames.pop_front();
         }
@@ -177,6 +199,7 @@ impl DeliveryRate {
     /// taken to be faster than a minimum RTT after its frame was sent: a viewer that says it
     /// held a frame longer than that cannot make the path look faster than it is.
     pub fn on_ack_held(&mut self, id: u64, now: u64, held_us: u64) {
+        self.clock_us = self.clock_us.max(now);
         let Some(pos) = self.sent.iter().position(|s| s.id == id) else {
             return;
         };
@@ -286,12 +309,61 @@ impl DeliveryRate {
 
     /// [`DeliveryRate::path_busy_until_us`] under the estimate `e`.
     pub(crate) fn busy_with(&self, e: &LinkEstimate) -> Option<u64> {
-        let measured = self
-            .path_sample_at_us
-            .is_some_and(|t| self.delivered_at_us.saturating_sub(t) <= RATE_WINDOW_US);
+        let measured = self.path_measured();
         let bdp = e.bdp_bytes();
         let large = self.sent.iter().any(|s| s.bytes > bdp);
         (measured && large).then_some(self.busy_until_us)
+    }
+
+    /// A frame sent while others were refused for lack of room was acknowledged within
+    /// [`RATE_WINDOW_US`] of the last ACK: the estimate is the path's rate, not the content's.
+    pub(crate) fn path_measured(&self) -> bool {
+        self.path_sample_at_us
+            .is_some_and(|t| self.delivered_at_us.saturating_sub(t) <= RATE_WINDOW_US)
+    }
+
+    /// The most a transport's congestion window should allow in flight, at `now`: twice the
+    /// bandwidth-delay product, as BBR's window gain, where the path was seen to queue within
+    /// [`RATE_WINDOW_US`]: the transport's smoothed round trip, `path_rtt_us`, longer than the
+    /// minimum by more than [`QUEUE_SEEN`] of it. A transport pacing at its window per round
+    /// trip (quinn) then sends a frame's packets at about the rate the path takes them,
+    /// instead of a burst its queue drops. Under that bound the queue is small, so it is kept
+    /// for a while after it was last seen; lifted at once, the next frames' burst filled the
+    /// queue again. A queue says the path, not the content, sets the rate the frames' ACKs
+    /// show; it is seen before the first frame refused for lack of room has been acknowledged
+    /// ([`DeliveryRate::path_measured`]), which on a slow path took seconds while the first
+    /// frames' bursts were dropped.
+    ///
+    /// `None` elsewhere. Where the estimate may be the content's rate, far below the path's,
+    /// a bound would hold the content to it. And on a lossy path without a queue, frames wait
+    /// a round trip for their lost packets, so the estimate falls well below the path: bound
+    /// to twice that product, a video at 80 ms and 1 % loss went from 24 to 9 pictures a
+    /// second.
+    pub fn window_bound(&mut self, path_rtt_us: u64, now: u64) -> Option<u64> {
+        self.clock_us = self.clock_us.max(now);
+        let e = self.estimate();
+        if e.rate_bytes_per_s == 0 || e.min_rtt_us == 0 {
+            return None;
+        }
+        let queue = path_rtt_us.saturating_sub(e.min_rtt_us);
+        if queue > (e.min_rtt_us * QUEUE_SEEN.0 / QUEUE_SEEN.1).max(QUEUE_SEEN_MIN_US) {
+            self.queue_seen_at_us = Some(now);
+        }
+        self.queued_lately().then(|| 2 * e.bdp_bytes())
+    }
+
+    /// The transport's round trip showed a queue within [`RATE_WINDOW_US`].
+    fn queued_lately(&self) -> bool {
+        self.queue_seen_at_us
+            .is_some_and(|t| self.clock_us.saturating_sub(t) <= RATE_WINDOW_US)
+    }
+
+    /// The path limits what is sent: it was measured ([`DeliveryRate::path_measured`]) or
+    /// queued lately ([`DeliveryRate::window_bound`]). Then the estimate is the path's rate,
+    /// frames queue behind one another at it, and a frame that takes longer than a frame
+    /// interval to cross keeps it busy.
+    pub(crate) fn path_limits(&self) -> bool {
+        self.path_measured() || self.queued_lately()
     }
 
     /// The size of the oldest frame in flight (0 when none is).
@@ -300,9 +372,19 @@ impl DeliveryRate {
     }
 
     /// When a frame sent at `sent_us`, the oldest in flight, has crossed the path under the
-    /// estimate `e`: its bytes at the delivery rate after its send.
+    /// estimate `e`: its bytes at the delivery rate after its send, or on a path that limits
+    /// ([`DeliveryRate::path_limits`]) after the frames that were still crossing ahead of it
+    /// when it was sent, as estimated then. Frames smaller than the bandwidth-delay product
+    /// queue too: two in flight on a path of 50 Mbit/s and 80 ms, 400 kB each, put the second
+    /// one's ACK 65 ms later than its own bytes would. Where the estimate may be the
+    /// content's rate, each frame takes about a frame interval at it, and frames would seem
+    /// to queue where nothing does.
     pub(crate) fn oldest_across_us(&self, sent_us: u64, e: &LinkEstimate) -> u64 {
-        sent_us + e.time_us(self.oldest_bytes())
+        let own = sent_us + e.time_us(self.oldest_bytes());
+        match self.sent.front() {
+            Some(s) if self.path_limits() => own.max(s.across_us),
+            _ => own,
+        }
     }
 
     pub fn estimate(&self) -> LinkEstimate {
@@ -401,7 +483,8 @@ mod tests {
     /// whenever the estimator has room: returns (frames sent, the estimate at the end, the
     /// largest queueing delay a frame saw after the first second, once the path is measured).
     fn drive(rate: u64, rtt: u64, frame: u64, every: u64, secs: u64) -> (u64, LinkEstimate, u64) {
-        drive_held(rate, rtt, frame, every, secs, 0)
+        let (sent, e, queue, _) = drive_held(rate, rtt, frame, every, secs, 0);
+        (sent, e, queue)
     }
 
     /// As [`drive`], with a viewer that holds each frame `hold` µs after it arrives before it
@@ -413,7 +496,7 @@ mod tests {
         every: u64,
         secs: u64,
         hold: u64,
-    ) -> (u64, LinkEstimate, u64) {
+    ) -> (u64, LinkEstimate, u64, DeliveryRate) {
         let mut d = DeliveryRate::default();
         // When the viewer is done with the frame before (it decodes one at a time).
         let mut viewer_free_at = 0u64;
@@ -453,7 +536,7 @@ mod tests {
             }
             t += 1_000;
         }
-        (sent, d.estimate(), worst_queue)
+        (sent, d.estimate(), worst_queue, d)
     }
 
     #[test]
@@ -486,13 +569,45 @@ mod tests {
     }
 
     #[test]
+    fn the_transport_window_is_bounded_where_the_path_queues() {
+        // 10 Mbit/s, 20 ms, frames of 100 kB at 60 fps: the path limits what is sent.
+        let (rate, rtt) = (1_250_000u64, 20_000u64);
+        let (_, e, _, mut d) = drive_held(rate, rtt, 100_000, 16_000, 4, 0);
+        let t = 4_000_000;
+        // The transport's round trip shows no queue: no bound.
+        assert_eq!(d.window_bound(rtt + 1_000, t), None);
+        // It shows one: twice the product the host measured, about twice the path's own (not
+        // the frames' 100 kB or the byte budget).
+        let bound = d
+            .window_bound(2 * rtt, t)
+            .expect("a measured path that queues");
+        assert_eq!(bound, 2 * e.bdp_bytes(), "{e:?}");
+        let bdp = rate * rtt / 1_000_000;
+        assert!(
+            bound >= 2 * bdp * 8 / 10 && bound <= 2 * bdp * 13 / 10,
+            "{bound} for {bdp}"
+        );
+        // Kept while the queue, small under the bound, is not seen, for a while.
+        assert_eq!(d.window_bound(rtt, t + RATE_WINDOW_US), Some(bound));
+        assert_eq!(d.window_bound(rtt, t + RATE_WINDOW_US + 1), None);
+        // A path faster than the content: its estimate is the content's rate, and while its
+        // round trip shows no queue, no bound is set.
+        let (_, _, _, mut d) = drive_held(12_500_000, 80_000, 10_000, 16_000, 4, 0);
+        assert!(!d.path_measured());
+        assert_eq!(d.window_bound(80_000 + 39_000, t), None);
+        // A queue says the path limits, measured or not.
+        assert!(d.window_bound(80_000 + 41_000, t).is_some());
+        assert!(d.path_limits());
+    }
+
+    #[test]
     fn a_viewer_slow_to_decode_does_not_make_the_path_look_slow() {
         // 25 MB/s, 20 ms; frames of 850 kB at 30 fps, which the viewer takes 28 ms to decode:
         // the path and the viewer each keep up, if a frame crosses while the one before it
         // is decoded. (A colour video at 20 ms: timed from the ACKs alone, the path looked
         // 11 MB/s and the video went at 11–16 fps.)
         let (rate, frame) = (25_000_000u64, 850_000u64);
-        let (sent, e, _) = drive_held(rate, 20_000, frame, 33_000, 4, 28_000);
+        let (sent, e, _, _) = drive_held(rate, 20_000, frame, 33_000, 4, 28_000);
         let r = e.rate_bytes_per_s;
         assert!(r >= rate * 8 / 10, "estimate {r} of {rate}: {e:?}");
         let wanted = 4 * 1_000_000 / 33_000;

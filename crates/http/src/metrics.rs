@@ -289,6 +289,7 @@ fn flow(r: &Registry, m: &Mirror) -> Result<(), prometheus::Error> {
         if let Some(p) = f.path {
             set("transport_rtt_seconds", p.rtt_us as f64 / 1e6);
             set("cwnd_bytes", p.cwnd_bytes as f64);
+            set("window_bound_bytes", p.window_bound_bytes as f64);
             set("sent_packets", p.sent_packets as f64);
             set("lost_packets", p.lost_packets as f64);
             set("datagram_frames", p.datagram_frames as f64);

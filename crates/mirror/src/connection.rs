@@ -177,6 +177,7 @@ async fn flush<W: Wire, T: Transport>(
     let path = sock.path();
     if let Some(p) = &path {
         session.on_path_counters(p.sent_packets, p.lost_packets, now_us());
+        sock.bound_window(session.window_bound(p.rtt_us, now_us()));
     }
     publish_figures(session, cx, acked, path);
     Ok(())

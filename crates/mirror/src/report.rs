@@ -94,6 +94,7 @@ fn viewer_path(v: &ViewerShared, f: &FlowFigures) -> ViewerPath {
         budget_bytes: link.budget_bytes,
         transport_rtt_ms: f.path.map(|p| p.rtt_us as f64 / 1000.0),
         cwnd_bytes: f.path.map(|p| p.cwnd_bytes),
+        window_bound_bytes: f.path.map(|p| p.window_bound_bytes).filter(|&b| b > 0),
         lost_packets: f.path.map(|p| p.lost_packets),
         sent_packets: f.path.map(|p| p.sent_packets),
         datagram_frames: f.path.map(|p| p.datagram_frames),

@@ -17,6 +17,8 @@ const COALESCE_MAX: usize = 64 * 1024;
 pub struct PathFigures {
     pub rtt_us: u64,
     pub cwnd_bytes: u64,
+    /// The bound the session set on that window (0: none; `Transport::bound_window`).
+    pub window_bound_bytes: u64,
     pub lost_packets: u64,
     pub sent_packets: u64,
     /// Frames sent as datagrams, and the recovery shards made for them (0 on streams).
@@ -51,6 +53,9 @@ pub trait Transport: Send {
     fn datagram_frames_up_to(&self) -> Option<u64> {
         None
     }
+    /// The most its congestion window may allow in flight, from what the session measured of
+    /// the path (`None`: no bound). Only a transport with a window of its own takes it.
+    fn bound_window(&mut self, _bytes: Option<u64>) {}
 }
 
 /// Everything in order on one byte stream.

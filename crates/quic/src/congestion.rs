@@ -24,8 +24,17 @@
 //! budget) and skips frames beyond it, so the transport's window is a backstop, not the
 //! sender's brake. The window is re-read only at ACKs: through a blackout it stays where it
 //! was.
+//!
+//! **A bound from the application.** quinn paces at 1.25 windows per smoothed RTT, and BBR's
+//! window on a rate-limited link measured 8–470 times the bandwidth-delay product (a frame
+//! stream's bursts and ACKs make its delivery-rate samples too large). A frame's packets then
+//! leave far faster than the link takes them, and the link's queue drops thousands a second
+//! on a link set to lose none (BENCHMARKS.md, "QUIC's window is many times the path"). The
+//! host measures the path itself, frame by frame, and where it has seen the path limit what
+//! it sent it sets a [`WindowBound`]: the window is then at most that.
 
 use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,13 +44,51 @@ use quinn_proto::RttEstimator;
 /// How long the largest window is kept once the wrapped controller lowers its own.
 pub const HOLD: Duration = Duration::from_secs(1);
 
-/// A controller whose window does not fall for [`HOLD`] after the wrapped one lowers it.
+/// The smallest bound a [`WindowBound`] sets: about 50 packets, so a path measured slow
+/// still gets a few frames' worth of small packets in flight.
+pub const BOUND_FLOOR: u64 = 64 * 1024;
+
+/// The largest window the application allows a connection (0: no bound), shared between the
+/// connection's controller and whoever drives the connection. Read through
+/// [`WindowBound::of`] from a connection whose controller is a [`KeptWindow`].
+#[derive(Debug, Clone, Default)]
+pub struct WindowBound(Arc<AtomicU64>);
+
+impl WindowBound {
+    /// At most `bytes` in flight, but never less than [`BOUND_FLOOR`]; `None` lifts the bound.
+    pub fn set(&self, bytes: Option<u64>) {
+        let v = bytes.map_or(0, |b| b.max(BOUND_FLOOR));
+        self.0.store(v, Ordering::Relaxed);
+    }
+
+    /// The bound in force (`None`: none).
+    pub fn get(&self) -> Option<u64> {
+        match self.0.load(Ordering::Relaxed) {
+            0 => None,
+            b => Some(b),
+        }
+    }
+
+    /// The bound of `conn`'s controller, when it is a [`KeptWindow`].
+    pub fn of(conn: &quinn::Connection) -> Option<WindowBound> {
+        let c = conn
+            .congestion_state()
+            .into_any()
+            .downcast::<KeptWindow>()
+            .ok()?;
+        Some(c.bound.clone())
+    }
+}
+
+/// A controller whose window does not fall for [`HOLD`] after the wrapped one lowers it, and
+/// is never above its [`WindowBound`].
 pub struct KeptWindow {
     inner: Box<dyn Controller>,
     /// The largest window the wrapped controller reported within [`HOLD`], and when.
     kept: Option<(u64, Instant)>,
     /// At the last ACKs, more than half the window was in flight.
     filling: bool,
+    bound: WindowBound,
 }
 
 impl KeptWindow {
@@ -50,6 +97,16 @@ impl KeptWindow {
             inner,
             kept: None,
             filling: false,
+            bound: WindowBound::default(),
+        }
+    }
+
+    /// The window before the bound: the wrapped one's, or the one kept.
+    fn unbounded(&self) -> u64 {
+        let w = self.inner.window();
+        match self.kept {
+            Some((k, _)) if !self.filling => w.max(k),
+            _ => w,
         }
     }
 
@@ -89,7 +146,7 @@ impl Controller for KeptWindow {
         largest_packet_num_acked: Option<u64>,
     ) {
         // The window before these ACKs' losses took effect, then after.
-        self.filling = in_flight.saturating_mul(2) > self.window();
+        self.filling = in_flight.saturating_mul(2) > self.unbounded();
         self.remember(now);
         self.inner
             .on_end_acks(now, in_flight, app_limited, largest_packet_num_acked);
@@ -113,11 +170,8 @@ impl Controller for KeptWindow {
     }
 
     fn window(&self) -> u64 {
-        let w = self.inner.window();
-        match self.kept {
-            Some((k, _)) if !self.filling => w.max(k),
-            _ => w,
-        }
+        let w = self.unbounded();
+        self.bound.get().map_or(w, |b| w.min(b))
     }
 
     fn metrics(&self) -> ControllerMetrics {
@@ -131,6 +185,7 @@ impl Controller for KeptWindow {
             inner: self.inner.clone_box(),
             kept: self.kept,
             filling: self.filling,
+            bound: self.bound.clone(),
         })
     }
 
@@ -228,6 +283,34 @@ mod tests {
         // Little in flight again: the window of the last second is kept.
         c.on_end_acks(t0 + Duration::from_millis(10), 20_000, true, Some(14));
         assert_eq!(c.window(), 2_000_000);
+    }
+
+    #[test]
+    fn a_bound_caps_the_window_never_below_its_floor_and_can_be_lifted() {
+        let (w, mut c, t0) = wrapped(2_000_000);
+        c.on_end_acks(t0, 0, true, Some(1));
+        let b = c.bound.clone();
+        // What quinn hands out of a connection is a clone: it shares the bound.
+        let seen = c.clone_box();
+        b.set(Some(500_000));
+        assert_eq!(c.window(), 500_000);
+        assert_eq!(seen.window(), 500_000);
+        assert_eq!(c.metrics().congestion_window, 500_000);
+        // A bound above the window does not raise it.
+        b.set(Some(5_000_000));
+        assert_eq!(c.window(), 2_000_000);
+        // A window kept through a loss is bounded too.
+        b.set(Some(800_000));
+        c.on_congestion_event(t0, t0, false, 1_200);
+        *w.lock().unwrap() = 57_000;
+        c.on_end_acks(t0 + Duration::from_millis(5), 57_000, true, Some(2));
+        assert_eq!(c.window(), 800_000);
+        b.set(Some(1_000));
+        assert_eq!(c.window(), BOUND_FLOOR);
+        assert_eq!(b.get(), Some(BOUND_FLOOR));
+        b.set(None);
+        assert_eq!(b.get(), None);
+        assert_eq!(c.window(), 2_000_000, "the kept window again");
     }
 
     #[test]

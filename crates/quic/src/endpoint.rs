@@ -32,6 +32,12 @@ fn transport() -> Arc<quinn::TransportConfig> {
     // decoding are not dropped by quinn before it reads them.
     .datagram_receive_buffer_size(Some(16 << 20))
     .send_window(64 << 20)
+    // Frames' streams go in the order they were written, not round-robin: two frames queued
+    // on a slow path would otherwise share it and both arrive late, where in order the
+    // older one arrives a frame's crossing sooner and the newer no later. The host's
+    // estimate of when each frame has crossed counts them in order too. (The control
+    // stream goes first: its priority is higher.)
+    .send_fairness(false)
     // BBR paces to the measured delivery rate and does not take random loss for congestion;
     // Cubic's window collapsed to a few packets at 5 % loss (measured: 8.7 kB, ~4 Mbit/s at
     // 20 ms), far below what the path carried. Its fall to the bytes in flight on a loss is

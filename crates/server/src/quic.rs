@@ -24,6 +24,7 @@ use framewire_mirror::{PathFigures, Transport};
 use framewire_net::Gate;
 use framewire_proto::v1::caps;
 use framewire_quic::codes;
+use framewire_quic::congestion::WindowBound;
 use framewire_quic::shards;
 use framewire_session::Transmit;
 use quinn::{SendStream, VarInt};
@@ -59,6 +60,10 @@ const DATAGRAM_UNIT_MAX: usize = 128 * 1024;
 /// How long a new connection has to open its control stream (or, for WebTransport, to ask
 /// for its session).
 pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
+/// The control stream's priority over frames' streams (0): streams go in the order they were
+/// written (`send_fairness(false)`, `framewire_quic::endpoint`), so without it a ping or a
+/// control packet would wait behind every frame already queued.
+pub(crate) const CONTROL_PRIORITY: i32 = 1;
 /// How long a finished session's connection stays open for its last bytes to arrive.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
@@ -100,7 +105,10 @@ impl FrameLink for quinn::Connection {
     type Recv = quinn::RecvStream;
     type Send = SendStream;
     async fn accept_control(&self) -> io::Result<(SendStream, quinn::RecvStream)> {
-        self.accept_bi().await.map_err(io::Error::other)
+        let (send, recv) = self.accept_bi().await.map_err(io::Error::other)?;
+        send.set_priority(CONTROL_PRIORITY)
+            .map_err(io::Error::other)?;
+        Ok((send, recv))
     }
     async fn open_frame(&self) -> io::Result<SendStream> {
         self.open_uni().await.map_err(io::Error::other)
@@ -165,6 +173,7 @@ impl<L: FrameLink> Conn for QuicConn<L> {
             && self.link.takes_frame_datagrams()
             && viewer_caps & caps::FRAME_DATAGRAMS != 0;
         QuicTransport {
+            bound: WindowBound::of(self.link.quic()),
             link: self.link,
             send: self.send,
             recv: self.recv,
@@ -184,6 +193,8 @@ pub struct QuicTransport<L: FrameLink> {
     frames: VecDeque<L::Stream>,
     /// Set when frames go as datagrams.
     datagrams: Option<Datagrams>,
+    /// The connection's congestion window bound (framewire's controller).
+    bound: Option<WindowBound>,
 }
 
 /// The datagram side of a transport: the next frame's number, its datagrams, and what was
@@ -346,11 +357,18 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
         self.datagrams.as_ref().map(|_| DATAGRAM_UNIT_MAX as u64)
     }
 
+    fn bound_window(&mut self, bytes: Option<u64>) {
+        if let Some(b) = &self.bound {
+            b.set(bytes);
+        }
+    }
+
     fn path(&self) -> Option<PathFigures> {
         let s = self.link.quic().stats();
         Some(PathFigures {
             rtt_us: s.path.rtt.as_micros() as u64,
             cwnd_bytes: s.path.cwnd,
+            window_bound_bytes: self.bound.as_ref().and_then(WindowBound::get).unwrap_or(0),
             lost_packets: s.path.lost_packets,
             sent_packets: s.path.sent_packets,
             datagram_frames: self.datagrams.as_ref().map_or(0, |d| d.frames),

@@ -65,7 +65,9 @@ impl FrameLink for wtransport::Connection {
     type Recv = wtransport::RecvStream;
     type Send = wtransport::SendStream;
     async fn accept_control(&self) -> io::Result<(wtransport::SendStream, wtransport::RecvStream)> {
-        self.accept_bi().await.map_err(io::Error::other)
+        let (send, recv) = self.accept_bi().await.map_err(io::Error::other)?;
+        send.set_priority(crate::quic::CONTROL_PRIORITY);
+        Ok((send, recv))
     }
     async fn open_frame(&self) -> io::Result<wtransport::SendStream> {
         let opening = self.open_uni().await.map_err(io::Error::other)?;

@@ -508,6 +508,13 @@ impl<W: Wire> HostSession<W> {
         self.flow.link_estimate()
     }
 
+    /// The most the transport's congestion window should allow in flight, given the
+    /// transport's smoothed round trip, at `now`, where the path was measured and queued
+    /// lately (`None`: no bound). See `framewire_flow::DeliveryRate::window_bound`.
+    pub fn window_bound(&mut self, path_rtt_us: u64, now: u64) -> Option<u64> {
+        self.flow.window_bound(path_rtt_us, now)
+    }
+
     /// Its recent round-trip times (µs).
     pub fn rtt_window(&self) -> &SampleWindow {
         self.flow.rtt_window()

@@ -83,6 +83,10 @@ pub struct ViewerPath {
     /// The transport's smoothed RTT, congestion window and packets (QUIC only).
     pub transport_rtt_ms: Option<f64>,
     pub cwnd_bytes: Option<u64>,
+    /// The bound the host set on that window from its own estimate of the path, when it
+    /// was in force as the report was made (QUIC only; see `framewire_flow`'s `window_bound`).
+    #[serde(default)]
+    pub window_bound_bytes: Option<u64>,
     pub lost_packets: Option<u64>,
     pub sent_packets: Option<u64>,
     /// Frames sent to it as datagrams, and the recovery shards sent with them (QUIC only).
