@@ -368,8 +368,10 @@ impl ViewerFlow {
     }
 
     /// Whether the oldest frame in flight is overdue at `now_us`: its bytes at the delivery
-    /// rate, a minimum RTT and [`OVERDUE_AFTER_US`] have all passed without its ACK (false
-    /// before anything was measured, and without a byte budget).
+    /// rate (after the frames that were crossing ahead of it, where the path limits:
+    /// `DeliveryRate::oldest_across_us`), a minimum RTT and [`OVERDUE_AFTER_US`] have all
+    /// passed without its ACK (false before anything was measured, and without a byte
+    /// budget).
     pub fn ack_overdue(&self, now_us: u64) -> bool {
         let Some(b) = &self.bytes else {
             return false;
@@ -394,11 +396,10 @@ impl ViewerFlow {
     /// since the last ACK beyond it, up to as much again: in a blackout the window fills with
     /// packets the path lost, which the transport counts in flight until it has heard
     /// otherwise, and a probe held behind them would wait for the transport's own probe
-    /// timeout (measured: an exact picture 220–320 ms after a 200 ms blackout at 50 Mbit/s and
-    /// 20 ms, against 94–150 without the bound). No more than that: where probes were taken
-    /// for a stall on a slow path (10 Mbit/s, frames of 400 kB), the window grew with them to
-    /// megabytes, and the path's queue dropped thousands of packets. `None` without a byte
-    /// budget, or where the path has not queued lately.
+    /// timeout. No more than that: where probes were taken for a stall on a slow path
+    /// (10 Mbit/s, frames of 400 kB), a window grown with every probe reached megabytes, and
+    /// the path's queue dropped thousands of packets (a trace of a build not kept). `None`
+    /// without a byte budget, or where the path has not queued lately.
     pub fn window_bound(&mut self, path_rtt_us: u64, now_us: u64) -> Option<u64> {
         let bound = self.bytes.as_mut()?.window_bound(path_rtt_us, now_us)?;
         Some(bound + self.probe_bytes.min(bound))
@@ -1183,6 +1184,7 @@ mod tests {
             2 * 400_000 <= e.budget_bytes,
             "under half the budget each: {e:?}"
         );
+        assert!(v.bytes.as_ref().is_some_and(DeliveryRate::path_measured));
         let mut probes = 0u64;
         for _ in 0..240 {
             if v.can_send(now) {

@@ -166,6 +166,11 @@ async fn flush<W: Wire, T: Transport>(
     cx: &SessionCtx,
     sock: &mut T,
 ) -> io::Result<()> {
+    // The bound first: it counts a stall probe just planned, and only a write wakes the
+    // transport to find the room it makes.
+    if let Some(p) = sock.path() {
+        sock.bound_window(session.window_bound(p.rtt_us, now_us()));
+    }
     while let Some(t) = session.poll_transmit() {
         write(cx, sock, t).await?;
     }
@@ -177,7 +182,6 @@ async fn flush<W: Wire, T: Transport>(
     let path = sock.path();
     if let Some(p) = &path {
         session.on_path_counters(p.sent_packets, p.lost_packets, now_us());
-        sock.bound_window(session.window_bound(p.rtt_us, now_us()));
     }
     publish_figures(session, cx, acked, path);
     Ok(())

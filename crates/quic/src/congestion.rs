@@ -30,8 +30,10 @@
 //! stream's bursts and ACKs make its delivery-rate samples too large). A frame's packets then
 //! leave far faster than the link takes them, and the link's queue drops thousands a second
 //! on a link set to lose none (BENCHMARKS.md, "QUIC's window is many times the path"). The
-//! host measures the path itself, frame by frame, and where it has seen the path limit what
-//! it sent it sets a [`WindowBound`]: the window is then at most that.
+//! host measures the path itself, frame by frame, and where the path queues it sets a
+//! [`WindowBound`]: the window is then at most that. Whether a sender fills
+//! its window (above) is judged against the window before the bound, so under a bound BBR's
+//! fall on a loss stays undone; the bound is the brake there.
 
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,8 +46,8 @@ use quinn_proto::RttEstimator;
 /// How long the largest window is kept once the wrapped controller lowers its own.
 pub const HOLD: Duration = Duration::from_secs(1);
 
-/// The smallest bound a [`WindowBound`] sets: about 50 packets, so a path measured slow
-/// still gets a few frames' worth of small packets in flight.
+/// The smallest bound a [`WindowBound`] sets, a backstop: the host's own bound has the same
+/// floor before it adds room for its stall probes (`framewire_flow`'s `WINDOW_BOUND_FLOOR`).
 pub const BOUND_FLOOR: u64 = 64 * 1024;
 
 /// The largest window the application allows a connection (0: no bound), shared between the
@@ -86,7 +88,9 @@ pub struct KeptWindow {
     inner: Box<dyn Controller>,
     /// The largest window the wrapped controller reported within [`HOLD`], and when.
     kept: Option<(u64, Instant)>,
-    /// At the last ACKs, more than half the window was in flight.
+    /// At the last ACKs, more than half the window before the bound was in flight. Under a
+    /// bound far below BBR's window this stays false, and BBR's fall on a loss is undone: the
+    /// bound, set from the host's own measure of the path, is the brake there.
     filling: bool,
     bound: WindowBound,
 }
@@ -290,8 +294,16 @@ mod tests {
         let (w, mut c, t0) = wrapped(2_000_000);
         c.on_end_acks(t0, 0, true, Some(1));
         let b = c.bound.clone();
-        // What quinn hands out of a connection is a clone: it shares the bound.
+        // What quinn hands out of a connection is a clone: it shares the bound, and it is
+        // found again as a `KeptWindow` (as `WindowBound::of` finds it).
         let seen = c.clone_box();
+        let found = c
+            .clone_box()
+            .into_any()
+            .downcast::<KeptWindow>()
+            .expect("a KeptWindow");
+        found.bound.set(Some(700_000));
+        assert_eq!(c.window(), 700_000);
         b.set(Some(500_000));
         assert_eq!(c.window(), 500_000);
         assert_eq!(seen.window(), 500_000);

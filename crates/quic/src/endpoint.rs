@@ -36,7 +36,7 @@ fn transport() -> Arc<quinn::TransportConfig> {
     // on a slow path would otherwise share it and both arrive late, where in order the
     // older one arrives a frame's crossing sooner and the newer no later. The host's
     // estimate of when each frame has crossed counts them in order too. (The control
-    // stream goes first: its priority is higher.)
+    // stream's priority is higher: it goes before every frame stream not yet started.)
     .send_fairness(false)
     // BBR paces to the measured delivery rate and does not take random loss for congestion;
     // Cubic's window collapsed to a few packets at 5 % loss (measured: 8.7 kB, ~4 Mbit/s at

@@ -61,8 +61,10 @@ const DATAGRAM_UNIT_MAX: usize = 128 * 1024;
 /// for its session).
 pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
 /// The control stream's priority over frames' streams (0): streams go in the order they were
-/// written (`send_fairness(false)`, `framewire_quic::endpoint`), so without it a ping or a
-/// control packet would wait behind every frame already queued.
+/// written (`send_fairness(false)`, `framewire_quic::endpoint`), and with this a control
+/// packet goes before every frame stream quinn has not started. Not before the one it is
+/// sending: quinn finishes a stream it has started first, so a ping may wait up to one
+/// frame's sending (a frame's crossing, on a path that limits).
 pub(crate) const CONTROL_PRIORITY: i32 = 1;
 /// How long a finished session's connection stays open for its last bytes to arrive.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
@@ -173,7 +175,7 @@ impl<L: FrameLink> Conn for QuicConn<L> {
             && self.link.takes_frame_datagrams()
             && viewer_caps & caps::FRAME_DATAGRAMS != 0;
         QuicTransport {
-            bound: WindowBound::of(self.link.quic()),
+            bound: BoundHandle::of(self.link.quic()),
             link: self.link,
             send: self.send,
             recv: self.recv,
@@ -194,7 +196,25 @@ pub struct QuicTransport<L: FrameLink> {
     /// Set when frames go as datagrams.
     datagrams: Option<Datagrams>,
     /// The connection's congestion window bound (framewire's controller).
-    bound: Option<WindowBound>,
+    bound: BoundHandle,
+}
+
+/// The bound of a connection's controller, and the peer's address it was read at: quinn
+/// builds a new controller (with a bound of its own) when the peer moves to another address.
+struct BoundHandle(Option<WindowBound>, SocketAddr);
+
+impl BoundHandle {
+    fn of(conn: &quinn::Connection) -> BoundHandle {
+        BoundHandle(WindowBound::of(conn), conn.remote_address())
+    }
+
+    /// The bound in force on `conn`'s controller now.
+    fn current(&mut self, conn: &quinn::Connection) -> Option<&WindowBound> {
+        if conn.remote_address() != self.1 {
+            *self = BoundHandle::of(conn);
+        }
+        self.0.as_ref()
+    }
 }
 
 /// The datagram side of a transport: the next frame's number, its datagrams, and what was
@@ -358,7 +378,7 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
     }
 
     fn bound_window(&mut self, bytes: Option<u64>) {
-        if let Some(b) = &self.bound {
+        if let Some(b) = self.bound.current(self.link.quic()) {
             b.set(bytes);
         }
     }
@@ -368,7 +388,12 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
         Some(PathFigures {
             rtt_us: s.path.rtt.as_micros() as u64,
             cwnd_bytes: s.path.cwnd,
-            window_bound_bytes: self.bound.as_ref().and_then(WindowBound::get).unwrap_or(0),
+            window_bound_bytes: self
+                .bound
+                .0
+                .as_ref()
+                .and_then(WindowBound::get)
+                .unwrap_or(0),
             lost_packets: s.path.lost_packets,
             sent_packets: s.path.sent_packets,
             datagram_frames: self.datagrams.as_ref().map_or(0, |d| d.frames),

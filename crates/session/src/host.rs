@@ -509,8 +509,9 @@ impl<W: Wire> HostSession<W> {
     }
 
     /// The most the transport's congestion window should allow in flight, given the
-    /// transport's smoothed round trip, at `now`, where the path was measured and queued
-    /// lately (`None`: no bound). See `framewire_flow::DeliveryRate::window_bound`.
+    /// transport's smoothed round trip, at `now`, where the path queued lately, with room
+    /// for the stall probes since the last ACK (`None`: no bound). See
+    /// `framewire_flow::ViewerFlow::window_bound`.
     pub fn window_bound(&mut self, path_rtt_us: u64, now: u64) -> Option<u64> {
         self.flow.window_bound(path_rtt_us, now)
     }
