@@ -56,9 +56,9 @@ const QUEUE_AHEAD_MIN_US: u64 = 17_000;
 /// The path queues ([`DeliveryRate::window_bound`]) when the transport's smoothed round trip
 /// exceeds the minimum by more than this part of it (a fraction), and by more than
 /// [`QUEUE_SEEN_MIN_US`]. A bottleneck's queue under a window of twice the product is up to
-/// one product (the smoothed RTT at the end of a cell, in the outputs of BENCHMARKS.md's
-/// "QUIC's window bounded by the host": 52.5 ms over a minimum of 21.4 at 10 Mbit/s, 43.8
-/// over 21.7 at 50 Mbit/s). A path
+/// about one product, more under the floor (the smoothed RTT at the end of a cell, in the
+/// outputs of BENCHMARKS.md's "QUIC's window bounded by the host": 53.2 ms over a minimum of
+/// 21.3 at 10 Mbit/s, under the 64 KiB floor; 44.1 over 23.5 at 50 Mbit/s). A path
 /// without one adds the peer's ACK delay (1 ms asked), its scheduling, and a relay's bursts:
 /// on an unlimited 20 ms path with 1 % loss, an eighth of the minimum (and 3 ms) was
 /// exceeded often enough to bound the window in every run, and the video fell from 59 to 48
@@ -581,8 +581,8 @@ mod tests {
         let (rate, rtt) = (1_250_000u64, 80_000u64);
         let (_, e, _, mut d) = drive_held(rate, rtt, 100_000, 16_000, 4, 0);
         let t = 4_000_000;
-        // The transport's round trip shows no queue: no bound.
-        assert_eq!(d.window_bound(rtt + 5_000, t), None);
+        // The transport's round trip shows no queue, or one under half the minimum: no bound.
+        assert_eq!(d.window_bound(rtt + 39_000, t), None);
         // It shows one: twice the product the host measured, about twice the path's own (not
         // the frames' 100 kB or the byte budget).
         let bound = d.window_bound(2 * rtt, t).expect("a path that queues");
@@ -604,9 +604,9 @@ mod tests {
         let (_, e, _, mut d) = drive_held(12_500_000, 80_000, 10_000, 16_000, 4, 0);
         assert!(!d.path_measured());
         assert_eq!(e.min_rtt_us, 80_000, "{e:?}");
-        assert_eq!(d.window_bound(80_000 + 30_000, t), None);
+        assert_eq!(d.window_bound(80_000 + 39_000, t), None);
         // A queue says the path limits, measured or not.
-        assert!(d.window_bound(80_000 + 50_000, t).is_some());
+        assert!(d.window_bound(80_000 + 41_000, t).is_some());
         assert!(d.path_limits());
     }
 

@@ -47,7 +47,8 @@ use quinn_proto::RttEstimator;
 pub const HOLD: Duration = Duration::from_secs(1);
 
 /// The smallest bound a [`WindowBound`] sets, a backstop: the host's own bound has the same
-/// floor before it adds room for its stall probes (`framewire_flow`'s `WINDOW_BOUND_FLOOR`).
+/// floor, kept equal by hand, before it adds room for its stall probes (`WINDOW_BOUND_FLOOR`
+/// in `framewire_flow`'s `rate.rs`).
 pub const BOUND_FLOOR: u64 = 64 * 1024;
 
 /// The largest window the application allows a connection (0: no bound), shared between the
