@@ -143,7 +143,7 @@ async fn accept_datagrams(
     tx: mpsc::Sender<Arrived>,
     counters: Arc<Mutex<ShardCounters>>,
 ) {
-    let mut r = Reassembler::new(framewire_quic::shards::MAX_UNIT);
+    let mut r = Reassembler::new(framewire_quic::shards::MAX_LARGE_UNIT);
     while let Ok(d) = conn.read_datagram().await {
         let got = r.push(&d);
         *counters.lock().expect("shard counters") = r.counters();

@@ -308,7 +308,7 @@ async fn run_v1(
 ) -> anyhow::Result<()> {
     // Over QUIC the link also puts frames together from datagrams (`link.rs`).
     let datagrams = match sock {
-        Link::Quic(_) => caps::FRAME_DATAGRAMS,
+        Link::Quic(_) => caps::FRAME_DATAGRAMS | caps::LARGE_FRAME_DATAGRAMS,
         Link::Tcp(_) => 0,
     };
     let hello = ViewerHello {

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use framewire_telemetry::SampleWindow;
 
-use crate::{DeliveryRate, InflightLimit, LinkEstimate};
+use crate::{DeliveryRate, InflightLimit, LinkEstimate, TransportRtt};
 
 /// The frame-count limit of a viewer whose bytes in flight are budgeted from its delivery rate
 /// (the byte budget is the real limit). At most 8: such a viewer keeps its last 10 pictures,
@@ -391,8 +391,8 @@ impl ViewerFlow {
         self.bytes.as_ref().map(DeliveryRate::estimate)
     }
 
-    /// The most the transport's congestion window should allow in flight, given its smoothed
-    /// round trip, at `now_us` ([`DeliveryRate::window_bound`]), and the stall probes sent
+    /// The most the transport's congestion window should allow in flight, given its round
+    /// trip, at `now_us` ([`DeliveryRate::window_bound`]), and the stall probes sent
     /// since the last ACK beyond it, up to as much again: in a blackout the window fills with
     /// packets the path lost, which the transport counts in flight until it has heard
     /// otherwise, and a probe held behind them would wait for the transport's own probe
@@ -400,9 +400,21 @@ impl ViewerFlow {
     /// (10 Mbit/s, frames of 400 kB), a window grown with every probe reached megabytes, and
     /// the path's queue dropped thousands of packets (a trace of a build not kept). `None`
     /// without a byte budget, or where the path has not queued lately.
-    pub fn window_bound(&mut self, path_rtt_us: u64, now_us: u64) -> Option<u64> {
-        let bound = self.bytes.as_mut()?.window_bound(path_rtt_us, now_us)?;
+    pub fn window_bound(&mut self, rtt: TransportRtt, now_us: u64) -> Option<u64> {
+        let bound = self.bytes.as_mut()?.window_bound(rtt, now_us)?;
         Some(bound + self.probe_bytes.min(bound))
+    }
+
+    /// Whether the transport's round trip has been watched for `watched_us` before `now_us`
+    /// and showed no queue that lasted ([`DeliveryRate::queue_held_at_us`]) within `us`.
+    /// False without a byte budget.
+    pub fn unqueued_for(&self, watched_us: u64, us: u64, now_us: u64) -> bool {
+        self.bytes.as_ref().is_some_and(|b| {
+            b.watched_since_us()
+                .is_some_and(|t| now_us.saturating_sub(t) >= watched_us)
+                && b.queue_held_at_us()
+                    .is_none_or(|t| now_us.saturating_sub(t) > us)
+        })
     }
 
     /// Sends a keyframe after every `n` deltas in a row (0 = never).
@@ -1211,7 +1223,7 @@ mod tests {
         // The transport's round trip shows a queue (twice the minimum).
         let queued = 160_000;
         let bound = v
-            .window_bound(queued, now)
+            .window_bound(TransportRtt::smoothed(queued), now)
             .expect("a measured path that queues");
         let e = v.link_estimate().expect("a byte budget");
         assert_eq!(bound, 2 * e.bdp_bytes(), "{e:?}");
@@ -1227,11 +1239,14 @@ mod tests {
             seq += 1;
             now += FRAME_US;
         }
-        assert_eq!(v.window_bound(queued, now), Some(bound + 400_000));
+        assert_eq!(
+            v.window_bound(TransportRtt::smoothed(queued), now),
+            Some(bound + 400_000)
+        );
         v.on_ack(probe.expect("sent"), now + 100_000);
         let e = v.link_estimate().expect("a byte budget");
         assert_eq!(
-            v.window_bound(queued, now + 100_000),
+            v.window_bound(TransportRtt::smoothed(queued), now + 100_000),
             Some(2 * e.bdp_bytes())
         );
     }

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use framewire_flow::Plan;
+use framewire_flow::{Plan, TransportRtt};
 use framewire_session::{Event, HostSession, SourceFrame, Transmit, Wire};
 use tokio::sync::broadcast;
 use tracing::{debug, warn};
@@ -169,7 +169,11 @@ async fn flush<W: Wire, T: Transport>(
     // The bound first: it counts a stall probe just planned, and only a write wakes the
     // transport to find the room it makes.
     if let Some(p) = sock.path() {
-        sock.bound_window(session.window_bound(p.rtt_us, now_us()));
+        let rtt = TransportRtt {
+            smoothed_us: p.rtt_us,
+            min_us: p.min_rtt_us,
+        };
+        sock.bound_window(session.window_bound(rtt, now_us()));
     }
     while let Some(t) = session.poll_transmit() {
         write(cx, sock, t).await?;

@@ -15,7 +15,9 @@ const COALESCE_MAX: usize = 64 * 1024;
 /// What a transport that measures its path (QUIC's congestion controller) says of it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PathFigures {
+    /// The smoothed round trip, and the smallest seen (ACK delay excluded).
     pub rtt_us: u64,
+    pub min_rtt_us: u64,
     pub cwnd_bytes: u64,
     /// The bound the session set on that window (0: none; `Transport::bound_window`).
     pub window_bound_bytes: u64,
@@ -51,6 +53,11 @@ pub trait Transport: Send {
     /// shards: a lost packet loses no such frame while its other datagrams make it good
     /// (`HostConfig::datagrams_up_to`). Others go reliably.
     fn datagram_frames_up_to(&self) -> Option<u64> {
+        None
+    }
+    /// Frames of up to this many bytes may go as datagrams too where the path has not queued
+    /// lately (`HostConfig::large_datagrams_up_to`).
+    fn large_datagram_frames_up_to(&self) -> Option<u64> {
         None
     }
     /// The most its congestion window may allow in flight, from what the session measured of

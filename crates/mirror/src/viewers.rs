@@ -80,6 +80,7 @@ impl Mirror {
         // A transport that gives up on frames is one on which they may never arrive.
         cfg.frames_may_be_lost = sock.drops_superseded();
         cfg.datagrams_up_to = sock.datagram_frames_up_to();
+        cfg.large_datagrams_up_to = sock.large_datagram_frames_up_to();
         let session = HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), cfg);
         // The capture loop makes (and encodes) each stream while its count is above zero.
         let _counted = match n.colour {
@@ -137,6 +138,7 @@ impl Mirror {
             drops_superseded: false,
             frames_may_be_lost: false,
             datagrams_up_to: None,
+            large_datagrams_up_to: None,
         }
     }
 

@@ -43,6 +43,10 @@ pub mod caps {
     /// when told to (`serve --quic-frames datagrams`); a viewer that declares this bit must
     /// take frames either way.
     pub const FRAME_DATAGRAMS: u32 = 1 << 8;
+    /// With [`FRAME_DATAGRAMS`], the viewer takes frames of up to 2 MiB as datagrams, not
+    /// only up to 256 KiB (spec/PROTOCOL.md, "Frames in datagrams"): the host sends large
+    /// frames so where the path has not queued lately.
+    pub const LARGE_FRAME_DATAGRAMS: u32 = 1 << 9;
     pub const ALL: u32 = LZ4
         | ZSTD
         | UNCHANGED

@@ -48,6 +48,11 @@ pub const REPAIR_DIVISOR: usize = 10;
 /// 128 KiB on a stream, and this leaves room for what precedes a frame on its stream.
 pub const MAX_UNIT: usize = 256 * 1024;
 
+/// The largest unit a framewire viewer that declares `caps::LARGE_FRAME_DATAGRAMS` takes:
+/// frames of up to 2 MiB, and room for what precedes a frame on its stream. At most
+/// [`MAX_PENDING`] units are put together at once, so a viewer holds at most 8 of these.
+pub const MAX_LARGE_UNIT: usize = 2 * 1024 * 1024 + 64 * 1024;
+
 /// Units being put together at once. A unit still incomplete when `MAX_PENDING` newer units
 /// have started arriving is abandoned: by then it is stale, and keeping it would let a peer
 /// that never completes anything hold memory.

@@ -55,8 +55,14 @@ const KEEP_UNRESET: usize = 2;
 ///
 /// No rule tried on the delivery-rate estimate (the frame's crossing time at it, a floor on
 /// it) kept the gains without the losses: on a fast path the estimate measures the content,
-/// not the path. So frames over 128 KiB stay on streams.
+/// not the path. What tells the paths apart is a queue: larger frames, up to
+/// [`LARGE_DATAGRAM_UNIT_MAX`], go as datagrams to a viewer that takes them only where the
+/// path has not queued lately (the session decides, `HostConfig::large_datagrams_up_to`).
 const DATAGRAM_UNIT_MAX: usize = 128 * 1024;
+/// Frames up to this size may go as datagrams to a viewer that declared
+/// [`caps::LARGE_FRAME_DATAGRAMS`] (it takes units of up to [`shards::MAX_LARGE_UNIT`]),
+/// where the path has not queued lately.
+const LARGE_DATAGRAM_UNIT_MAX: usize = 2 * 1024 * 1024;
 /// How long a new connection has to open its control stream (or, for WebTransport, to ask
 /// for its session).
 pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -174,13 +180,17 @@ impl<L: FrameLink> Conn for QuicConn<L> {
         let datagrams = self.carriage == Carriage::Datagrams
             && self.link.takes_frame_datagrams()
             && viewer_caps & caps::FRAME_DATAGRAMS != 0;
+        let large = viewer_caps & caps::LARGE_FRAME_DATAGRAMS != 0;
         QuicTransport {
             bound: BoundHandle::of(self.link.quic()),
             link: self.link,
             send: self.send,
             recv: self.recv,
             frames: VecDeque::new(),
-            datagrams: datagrams.then(Datagrams::default),
+            datagrams: datagrams.then(|| Datagrams {
+                large,
+                ..Datagrams::default()
+            }),
         }
     }
 }
@@ -221,6 +231,8 @@ impl BoundHandle {
 /// sent so (for the path's figures).
 #[derive(Default)]
 struct Datagrams {
+    /// The viewer takes frames of up to [`LARGE_DATAGRAM_UNIT_MAX`] as datagrams.
+    large: bool,
     next: u32,
     /// The frame being split, header and payload together (kept to reuse its allocation).
     unit: Vec<u8>,
@@ -257,9 +269,11 @@ async fn send_spaced(conn: quinn::Connection, mut rx: tokio::sync::mpsc::Receive
 }
 
 impl<L: FrameLink> QuicTransport<L> {
-    /// Sends a frame as datagrams when this viewer takes them, it is not a keyframe, it is no
-    /// larger than [`DATAGRAM_UNIT_MAX`] and it can be split; returns it otherwise (a stream
-    /// takes it). A frame that fits one datagram (a typed glyph, an Unchanged packet) goes at
+    /// Sends a frame as datagrams when this viewer takes them, the session asked for it
+    /// (`Transmit::datagrams`: not a keyframe, and no larger than
+    /// [`Transport::datagram_frames_up_to`] or, where the path has not queued lately,
+    /// [`Transport::large_datagram_frames_up_to`]), the viewer takes a unit of its size and
+    /// it can be split; returns it otherwise (a stream takes it). A frame that fits one datagram (a typed glyph, an Unchanged packet) goes at
     /// once, and its recovery shards (any one of them rebuilds it) follow [`SPACING`] apart: sent
     /// together, quinn would pack them into the same QUIC packet as the frame, and one loss
     /// would take all three. Waits while quinn's datagram buffer is full rather than let it
@@ -270,7 +284,11 @@ impl<L: FrameLink> QuicTransport<L> {
         let Some((d, max)) = self.datagrams.as_mut().zip(max) else {
             return Ok(Some(t));
         };
-        if t.keyframe || len > DATAGRAM_UNIT_MAX {
+        let most = match d.large {
+            true => LARGE_DATAGRAM_UNIT_MAX,
+            false => DATAGRAM_UNIT_MAX,
+        };
+        if !t.datagrams || t.keyframe || len > most {
             return Ok(Some(t));
         }
         d.unit.clear();
@@ -377,6 +395,13 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
         self.datagrams.as_ref().map(|_| DATAGRAM_UNIT_MAX as u64)
     }
 
+    fn large_datagram_frames_up_to(&self) -> Option<u64> {
+        self.datagrams
+            .as_ref()
+            .filter(|d| d.large)
+            .map(|_| LARGE_DATAGRAM_UNIT_MAX as u64)
+    }
+
     fn bound_window(&mut self, bytes: Option<u64>) {
         if let Some(b) = self.bound.current(self.link.quic()) {
             b.set(bytes);
@@ -387,6 +412,7 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
         let s = self.link.quic().stats();
         Some(PathFigures {
             rtt_us: s.path.rtt.as_micros() as u64,
+            min_rtt_us: s.path.min_rtt.as_micros() as u64,
             cwnd_bytes: s.path.cwnd,
             window_bound_bytes: self
                 .bound

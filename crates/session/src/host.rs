@@ -88,7 +88,24 @@ pub struct HostConfig {
     /// packets was lost and either the loss was answered or no ACK is overdue; a keyframe by
     /// the rule for lost packets.
     pub datagrams_up_to: Option<u64>,
+    /// Larger frames, up to this many bytes, cross as datagrams too where the path has been
+    /// watched without a queue for [`LARGE_DATAGRAMS_QUIET_US`]
+    /// (`framewire_flow::ViewerFlow::unqueued_for`):
+    /// a path that does not queue has no bottleneck for the burst of a large frame's
+    /// datagrams to overflow, and there a frame of hundreds of packets no longer waits a round
+    /// trip for the one it lost. On a path that queues they go on streams, whose lost packets
+    /// QUIC sends again (BENCHMARKS.md, "Large frames as datagrams where the path does not
+    /// queue").
+    pub large_datagrams_up_to: Option<u64>,
 }
+
+/// Frames over [`HostConfig::datagrams_up_to`] go as datagrams only where the path has been
+/// watched this long (µs) without a queue that lasted (`framewire_flow::ViewerFlow::
+/// unqueued_for`), as long as the window bound is kept after a queue: before the queue is
+/// first seen, a large frame's datagrams fill a slow path's queue.
+pub const LARGE_DATAGRAMS_QUIET_US: u64 = 2_000_000;
+/// ... and only once the path has been watched for this long (µs).
+pub const LARGE_DATAGRAMS_WATCH_US: u64 = 500_000;
 
 /// What the viewer sends, in its protocol.
 pub enum ViewerReader {
@@ -115,6 +132,9 @@ pub struct Transmit {
     /// The frame is a keyframe. A transport that may lose a frame whole (datagrams) sends it
     /// reliably: a viewer that lost one may have no picture to apply anything else to.
     pub keyframe: bool,
+    /// The session asks for the frame to go as datagrams ([`HostConfig::datagrams_up_to`],
+    /// [`HostConfig::large_datagrams_up_to`]); a transport without them sends it as any other.
+    pub datagrams: bool,
 }
 
 impl Transmit {
@@ -127,6 +147,7 @@ impl Transmit {
             independent: false,
             own_stream: false,
             keyframe: false,
+            datagrams: false,
         }
     }
 }
@@ -231,9 +252,17 @@ struct Retained {
     /// ([`HostConfig::datagrams_up_to`]); whether the last frame sent did; when a frame was
     /// last lost whole.
     datagrams_up_to: Option<u64>,
+    large_datagrams_up_to: Option<u64>,
+    /// The last frame over `datagrams_up_to` (or keyframe) went as datagrams: large frames
+    /// go so now. A large frame goes as datagrams only then or when it needs nothing in
+    /// flight: QUIC sends datagrams ahead of stream data, so a delta sent so would overtake
+    /// the frame on a stream it applies to, which may take far longer than the viewer waits
+    /// for a base (a keyframe of 400 kB at 10 Mbit/s: 320 ms).
+    large_as_datagrams: bool,
     last_as_datagrams: bool,
-    /// The last frame sent was a delta too large for datagrams: it crossed on a stream of its
-    /// own, where QUIC sends its lost packets again.
+    /// The last frame sent was a delta that went on a stream though the viewer takes
+    /// datagrams (too large for them, or large where the path queued lately): it crossed on a
+    /// stream of its own, where QUIC sends its lost packets again.
     last_large: bool,
     frame_lost_at: Option<u64>,
     /// The seq of the last frame planned when the transport last counted a loss.
@@ -368,6 +397,7 @@ impl<W: Wire> HostSession<W> {
             bases: Retained {
                 prefer_acknowledged: cfg.frames_may_be_lost,
                 datagrams_up_to: cfg.datagrams_up_to,
+                large_datagrams_up_to: cfg.large_datagrams_up_to,
                 moved: Arc::new(Mutex::new(moved)),
                 ..Retained::default()
             },
@@ -509,11 +539,11 @@ impl<W: Wire> HostSession<W> {
     }
 
     /// The most the transport's congestion window should allow in flight, given the
-    /// transport's smoothed round trip, at `now`, where the path queued lately, with room
+    /// transport's round trip, at `now`, where the path queued lately, with room
     /// for the stall probes since the last ACK (`None`: no bound). See
     /// `framewire_flow::ViewerFlow::window_bound`.
-    pub fn window_bound(&mut self, path_rtt_us: u64, now: u64) -> Option<u64> {
-        self.flow.window_bound(path_rtt_us, now)
+    pub fn window_bound(&mut self, rtt: framewire_flow::TransportRtt, now: u64) -> Option<u64> {
+        self.flow.window_bound(rtt, now)
     }
 
     /// Its recent round-trip times (µs).
@@ -569,7 +599,13 @@ impl<W: Wire> HostSession<W> {
             self.flush_head_if(plan);
             return (plan, self.wire.pending_work(f, plan));
         }
-        let mut plan = self.flow.plan_with_bases(&f.info(), self.bases.bases(f));
+        let mut bases = self.bases.bases(f);
+        // Large frames may go as datagrams again, but the last went on a stream: this one is
+        // made against the acknowledged picture, so it needs nothing in flight and may go so.
+        bases.prefer_acknowledged |= self.bases.last_large
+            && self.large_datagrams_allowed(f.capture_us)
+            && !self.bases.large_as_datagrams;
+        let mut plan = self.flow.plan_with_bases(&f.info(), bases);
         // The picture a rebased delta is made against (the flow chose it from `bases`).
         let from = match plan {
             Plan::Rebased { base } => self.bases.frame_with(base).cloned(),
@@ -659,10 +695,21 @@ impl<W: Wire> HostSession<W> {
         let bytes = (self.head.len() + out.payload.as_ref().map_or(0, |p| p.len())) as u64;
         // The next delta may chain on this one whatever packets are lost only if it crosses
         // as datagrams (see `HostConfig::datagrams_up_to`).
-        self.bases.last_as_datagrams =
-            !out.keyframe && self.bases.datagrams_up_to.is_some_and(|max| bytes <= max);
-        self.bases.last_large =
-            !out.keyframe && self.bases.datagrams_up_to.is_some_and(|max| bytes > max);
+        // A shared delta against the picture the viewer acknowledged needs nothing in flight
+        // either (the viewer keeps up).
+        let on_acknowledged = plan == Plan::Delta
+            && self
+                .bases
+                .acknowledged
+                .as_ref()
+                .is_some_and(|a| a.checksum == self.bases.delta_base);
+        let datagrams =
+            !out.keyframe && self.as_datagrams(bytes, independent || on_acknowledged, now);
+        if out.keyframe || self.bases.datagrams_up_to.is_some_and(|max| bytes > max) {
+            self.bases.large_as_datagrams = datagrams;
+        }
+        self.bases.last_as_datagrams = datagrams;
+        self.bases.last_large = !out.keyframe && !datagrams && self.bases.datagrams_up_to.is_some();
         if independent {
             let patience = self.flow.crossing_time_us(bytes);
             self.bases.repair_sent(f.seq, now, patience);
@@ -691,7 +738,32 @@ impl<W: Wire> HostSession<W> {
             independent,
             own_stream: self.wire.names_bases(),
             keyframe: out.keyframe,
+            datagrams,
         });
+    }
+
+    /// Whether a frame of `bytes` (not a keyframe) goes as datagrams at `now`: up to
+    /// [`HostConfig::datagrams_up_to`] always, up to [`HostConfig::large_datagrams_up_to`]
+    /// where they are allowed ([`HostSession::large_datagrams_allowed`]) and large frames
+    /// already go so or this one is `independent` (it needs nothing in flight).
+    fn as_datagrams(&self, bytes: u64, independent: bool, now: u64) -> bool {
+        let b = &self.bases;
+        if b.datagrams_up_to.is_some_and(|max| bytes <= max) {
+            return true;
+        }
+        b.large_datagrams_up_to.is_some_and(|max| bytes <= max)
+            && (independent || b.large_as_datagrams)
+            && self.large_datagrams_allowed(now)
+    }
+
+    /// Frames over [`HostConfig::datagrams_up_to`] may go as datagrams at `now`: the
+    /// transport takes them, and the path has been watched for [`LARGE_DATAGRAMS_QUIET_US`]
+    /// without a queue that lasted.
+    fn large_datagrams_allowed(&self, now: u64) -> bool {
+        self.bases.large_datagrams_up_to.is_some()
+            && self
+                .flow
+                .unqueued_for(LARGE_DATAGRAMS_WATCH_US, LARGE_DATAGRAMS_QUIET_US, now)
     }
 
     /// A display command for the viewer.

@@ -26,6 +26,7 @@ fn config() -> HostConfig {
         drops_superseded: false,
         frames_may_be_lost: false,
         datagrams_up_to: None,
+        large_datagrams_up_to: None,
         initial: vec![ViewerCommand::Brightness(128)],
     }
 }
@@ -312,6 +313,7 @@ fn a_viewer_one_frame_behind_catches_up_with_the_shared_deltas() {
     let lossy = HostConfig {
         frames_may_be_lost: true,
         datagrams_up_to: None,
+        large_datagrams_up_to: None,
         ..config()
     };
     let mut quic = HostSession::new(V1Wire::new(n), ViewerReader::V1(dec), lossy);

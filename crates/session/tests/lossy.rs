@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use common::Source;
-use framewire_flow::InflightLimit;
-use framewire_flow::Plan;
+use framewire_flow::{InflightLimit, Plan, TransportRtt};
 use framewire_proto::v1::AckStatus;
 use framewire_proto::v1::{self, caps};
+use framewire_session::host::LARGE_DATAGRAMS_QUIET_US;
 use framewire_session::viewer::BASE_WAIT_US;
 use framewire_session::{
     negotiate, FrameMeta, HostConfig, HostSession, Payload, Shown, SourceFrame, V1Wire,
@@ -124,6 +124,16 @@ fn host(viewer_caps: u32) -> HostSession<V1Wire> {
 
 /// A host whose transport makes lost packets good (`datagrams_up_to`: frames up to 128 KiB as datagrams) or not.
 fn host_on(viewer_caps: u32, packets_made_good: bool) -> HostSession<V1Wire> {
+    host_with(viewer_caps, packets_made_good.then_some(128 * 1024), None)
+}
+
+/// A host whose transport takes frames as datagrams up to `datagrams_up_to`, and up to
+/// `large_up_to` where the path has not queued lately.
+fn host_with(
+    viewer_caps: u32,
+    datagrams_up_to: Option<u64>,
+    large_up_to: Option<u64>,
+) -> HostSession<V1Wire> {
     let n = negotiate(v1::Codec::Lz4, viewer_caps, caps::ALL);
     assert!(n.named_bases);
     let cfg = HostConfig {
@@ -133,7 +143,8 @@ fn host_on(viewer_caps: u32, packets_made_good: bool) -> HostSession<V1Wire> {
         control: false,
         drops_superseded: false,
         frames_may_be_lost: true,
-        datagrams_up_to: packets_made_good.then_some(128 * 1024),
+        datagrams_up_to,
+        large_datagrams_up_to: large_up_to,
         initial: vec![],
     };
     let dec = v1::Decoder::new(v1::MAX_CONTROL_BODY);
@@ -735,6 +746,138 @@ fn frames_too_large_for_datagrams_chain_after_a_counted_loss() {
         assert_eq!(shown, [(0, true), (1, true), (2, true)], "{made_good}");
         assert!(viewer.picture().equals(&frames[2].grey));
     }
+}
+
+/// Frames over 128 KiB go as datagrams to a viewer that takes larger units until the
+/// transport's round trip shows a queue, then on streams for as long as the queue was seen
+/// within `LARGE_DATAGRAMS_QUIET_US`; a viewer that takes only the smaller units, or a
+/// keyframe, gets a stream throughout. Every picture is exact.
+#[test]
+fn large_frames_go_as_datagrams_until_the_path_queues() {
+    let frames = noise_frames(7);
+    for large in [Some(2 << 20), None] {
+        set_clock(1_000);
+        let mut host = host_with(caps::ALL, Some(128 * 1024), large);
+        let mut viewer = welcomed_viewer(now());
+        // Sends frame `i`: whether it asked for datagrams, and it is applied and acknowledged
+        // 20 ms later.
+        let mut send = |host: &mut HostSession<V1Wire>, i: usize| {
+            let (plan, work) = host.plan_frame(&frames[i]);
+            if let Some(w) = work {
+                w();
+            }
+            host.send_frame(now(), &frames[i], plan);
+            let mut datagrams = None;
+            set_clock(now() + 20_000);
+            while let Some(t) = host.poll_transmit() {
+                if t.frame {
+                    datagrams = Some(t.datagrams);
+                    let mut b = t.head.to_vec();
+                    b.extend_from_slice(t.payload.as_deref().unwrap_or(&[]));
+                    viewer.handle_unit(now(), &b);
+                }
+            }
+            assert_eq!(shown_ok(&mut viewer), [(i as u64, true)]);
+            while let Some(b) = viewer.poll_transmit() {
+                host.handle_bytes(now(), &b);
+            }
+            datagrams.expect("a frame sent")
+        };
+        assert!(!send(&mut host, 0), "the keyframe goes on a stream");
+        // The transport's round trip is first compared with the host's estimate: no queue.
+        let calm = TransportRtt {
+            smoothed_us: 21_000,
+            min_us: 20_000,
+        };
+        assert_eq!(host.window_bound(calm, now()), None);
+        assert!(!send(&mut host, 1), "not watched for long enough");
+        // Watched without a queue: the delta applies to the acknowledged picture (it needs
+        // nothing in flight), and goes as datagrams.
+        set_clock(now() + LARGE_DATAGRAMS_QUIET_US);
+        assert_eq!(send(&mut host, 2), large.is_some());
+        // The transport's round trip shows a queue (its minimum 20 ms, smoothed 60 ms).
+        let queued = TransportRtt {
+            smoothed_us: 60_000,
+            min_us: 20_000,
+        };
+        assert!(host.window_bound(queued, now()).is_some(), "a queue seen");
+        assert_eq!(
+            send(&mut host, 3),
+            large.is_some(),
+            "a queue seen once is not held"
+        );
+        // Seen at looks spanning 100 ms (more than two minimum RTTs): it held.
+        for _ in 0..10 {
+            set_clock(now() + 10_000);
+            assert!(host.window_bound(queued, now()).is_some());
+        }
+        assert!(!send(&mut host, 4), "a stream once the path queued");
+        set_clock(now() + LARGE_DATAGRAMS_QUIET_US - 40_000);
+        assert!(!send(&mut host, 5), "still a stream within the quiet time");
+        set_clock(now() + 20_001);
+        assert_eq!(send(&mut host, 6), large.is_some(), "datagrams again");
+        assert!(viewer.picture().equals(&frames[6].grey));
+    }
+}
+
+/// A large delta whose base may still be crossing on a stream stays on a stream: QUIC sends
+/// datagrams ahead of stream data, and it would overtake its base. The next frame is made
+/// against the acknowledged picture instead, which needs nothing in flight, and goes as
+/// datagrams, as do the large frames after it. Every picture is exact.
+#[test]
+fn a_large_delta_does_not_overtake_its_base_on_a_stream() {
+    let frames = noise_frames(4);
+    set_clock(1_000);
+    let mut host = host_with(caps::ALL, Some(128 * 1024), Some(2 << 20));
+    let mut viewer = welcomed_viewer(now());
+    let sent = |host: &mut HostSession<V1Wire>, i: usize| {
+        let (plan, work) = host.plan_frame(&frames[i]);
+        if let Some(w) = work {
+            w();
+        }
+        host.send_frame(now(), &frames[i], plan);
+        let mut out = Vec::new();
+        while let Some(t) = host.poll_transmit() {
+            if t.frame {
+                let mut b = t.head.to_vec();
+                b.extend_from_slice(t.payload.as_deref().unwrap_or(&[]));
+                out.push((t.datagrams, b));
+            }
+        }
+        let [(datagrams, unit)] = <[_; 1]>::try_from(out).expect("one frame");
+        (plan, datagrams, unit)
+    };
+    let (_, key_datagrams, key) = sent(&mut host, 0);
+    assert!(!key_datagrams);
+    // Frame 1 is sent while the keyframe is still crossing: on a stream, behind it.
+    set_clock(now() + 16_000);
+    let (p1, d1, u1) = sent(&mut host, 1);
+    assert_eq!((p1, d1), (Plan::Delta, false));
+    // The keyframe arrives and is acknowledged; frame 1 is still crossing.
+    set_clock(now() + 16_000);
+    viewer.handle_unit(now(), &key);
+    assert_eq!(shown_ok(&mut viewer), [(0, true)]);
+    while let Some(b) = viewer.poll_transmit() {
+        host.handle_bytes(now(), &b);
+    }
+    // The path has been watched for long enough, with no queue.
+    let calm = TransportRtt {
+        smoothed_us: 21_000,
+        min_us: 20_000,
+    };
+    assert_eq!(host.window_bound(calm, now()), None);
+    set_clock(now() + LARGE_DATAGRAMS_QUIET_US);
+    assert_eq!(host.window_bound(calm, now()), None);
+    let (p2, d2, u2) = sent(&mut host, 2);
+    assert_eq!((p2, d2), (Plan::Rebased { base: 0 }, true));
+    let (_, d3, u3) = sent(&mut host, 3);
+    assert!(d3, "large frames go as datagrams now");
+    // Frame 2 overtakes frame 1, which the viewer drops when it comes.
+    for u in [&u2, &u1, &u3] {
+        viewer.handle_unit(now(), u);
+    }
+    assert_eq!(shown_ok(&mut viewer), [(2, true), (3, true)]);
+    assert!(viewer.picture().equals(&frames[3].grey));
 }
 
 /// A frame the capture passed over is never offered, and the next one's delta is made against

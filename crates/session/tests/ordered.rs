@@ -59,6 +59,7 @@ fn run(frames_may_be_lost: bool) -> Outcome {
         drops_superseded: false,
         frames_may_be_lost,
         datagrams_up_to: None,
+        large_datagrams_up_to: None,
         initial: vec![],
     };
     let mut host = HostSession::new(
