@@ -17,9 +17,9 @@
 //!   settled at 11–16 fps where the same path carried 26).
 //! - **Minimum RTT** over the last [`MIN_RTT_WINDOW_US`]: the path without queues, from small
 //!   packets (the session's pings, [`DeliveryRate::on_path_rtt`]), or the transport's own
-//!   minimum where it is smaller ([`DeliveryRate::window_bound`]): on QUIC a ping can wait
-//!   behind a frame's stream already started, and over a slow link every ping in the window
-//!   did (a minimum of 298 ms on a 20 ms path at 10 Mbit/s). A frame's ACK also waits
+//!   minimum where the pings' is more than twice it ([`DeliveryRate::window_bound`]): on
+//!   QUIC a ping can wait behind a frame's stream already started, and over a slow link every
+//!   ping in the window did (a minimum of 298 ms on a 20 ms path at 10 Mbit/s). A frame's ACK also waits
 //!   for the frame itself to cross the path, so frames' round trips are used only until a
 //!   ping has come back.
 //! - **Budget** = the larger of twice the bandwidth-delay product and the product plus the
@@ -123,7 +123,8 @@ pub struct LinkEstimate {
 pub struct TransportRtt {
     /// The smoothed round trip, queues included.
     pub smoothed_us: u64,
-    /// The smallest round trip the transport saw, ACK delay excluded (0: not known).
+    /// The smallest round trip the transport saw, its peer's ACK delay not taken off (0: not
+    /// known).
     pub min_us: u64,
 }
 
@@ -309,7 +310,8 @@ impl DeliveryRate {
     /// ping waited behind frames (0 when no ping came back). Not the smaller of the two
     /// always: over the emulated link, quinn's minimum was now and then well under the
     /// path's (12.4 ms on a 20 ms path, where the pings said 20.1), and the queue that seemed
-    /// to show bounded the window of an unlimited path to a third of what the video needed.
+    /// to show bounded the window of an unlimited path, and the video fell to 27 pictures a
+    /// second of 60.
     fn path_min_rtt_us(&self) -> u64 {
         match self.rtts.iter().map(|&(_, r)| r).min() {
             None => 0,
@@ -402,10 +404,13 @@ impl DeliveryRate {
     /// second.
     ///
     /// The transport's own minimum round trip (`rtt.min_us`, 0: none) counts
-    /// toward the minimum RTT once a ping has come back: before any ACK, quinn reports its
-    /// initial guess (333 ms). It is the connection's smallest, not a recent window's: quinn
-    /// keeps it until the peer moves, so a path whose delay grew keeps a minimum that is too
-    /// small, and its bound errs small, as a congestion controller's would.
+    /// toward the minimum RTT (where the pings' is more than twice it) once a ping has come
+    /// back: before any ACK, quinn reports its initial guess (333 ms). It is the connection's
+    /// smallest, not a recent window's: quinn keeps it until the peer moves. A path whose
+    /// delay more than doubled for good keeps a minimum that is too small: the path then
+    /// looks queued, the bound is twice a product that is too small, the delivery rate falls
+    /// under it, and the bound with it, down to [`WINDOW_BOUND_FLOOR`]. Not handled: such a
+    /// path is rare beside pings that waited behind frames, which is common.
     pub fn window_bound(&mut self, rtt: TransportRtt, now: u64) -> Option<u64> {
         self.clock_us = self.clock_us.max(now);
         self.transport_min_rtt_us = rtt.min_us;
@@ -439,6 +444,12 @@ impl DeliveryRate {
     /// 20 ms path, 1 % loss, where frames went as datagrams).
     pub fn queue_held_at_us(&self) -> Option<u64> {
         self.queue_held_at_us
+    }
+
+    /// The latest moment the estimator was told of (a send, an ACK, a look at the
+    /// transport's round trip).
+    pub fn clock_us(&self) -> u64 {
+        self.clock_us
     }
 
     /// When the transport's round trip was first compared with the estimate

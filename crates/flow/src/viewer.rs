@@ -405,6 +405,11 @@ impl ViewerFlow {
         Some(bound + self.probe_bytes.min(bound))
     }
 
+    /// The latest moment the delivery-rate estimator was told of (0 without a byte budget).
+    pub fn clock_us(&self) -> u64 {
+        self.bytes.as_ref().map_or(0, DeliveryRate::clock_us)
+    }
+
     /// Whether the transport's round trip has been watched for `watched_us` before `now_us`
     /// and showed no queue that lasted ([`DeliveryRate::queue_held_at_us`]) within `us`.
     /// False without a byte budget.

@@ -145,9 +145,10 @@ pub struct ServeArgs {
     /// How frames go to QUIC viewers: datagrams with Reed-Solomon recovery shards, a tenth
     /// more bytes and more for small frames (a lost packet is made good from the others; a
     /// frame that loses more than its recovery shards is not shown), or a stream each (a lost
-    /// packet is retransmitted a round trip later; a frame made stale is reset). Keyframes and
-    /// frames over 128 KiB always take a stream, and so do browsers over WebTransport; a frame
-    /// that fits one datagram is followed by its recovery shards 2 ms apart.
+    /// packet is retransmitted a round trip later; a frame made stale is reset). Keyframes
+    /// always take a stream, and so do browsers over WebTransport; frames over 128 KiB do
+    /// unless the path has shown no lasting queue lately (then up to 2 MiB go as datagrams); a
+    /// frame that fits one datagram is followed by its recovery shards 2 ms apart.
     #[arg(long, value_enum, default_value_t = QuicFrames::Datagrams, value_name = "HOW")]
     pub quic_frames: QuicFrames,
     /// Daylight-compatible port, for the Daylight Android app (via `adb reverse tcp:8888 tcp:8888`).

@@ -15,7 +15,7 @@ const COALESCE_MAX: usize = 64 * 1024;
 /// What a transport that measures its path (QUIC's congestion controller) says of it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PathFigures {
-    /// The smoothed round trip, and the smallest seen (ACK delay excluded).
+    /// The smoothed round trip, and the smallest seen (the peer's ACK delay not taken off).
     pub rtt_us: u64,
     pub min_rtt_us: u64,
     pub cwnd_bytes: u64,

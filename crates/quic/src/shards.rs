@@ -44,8 +44,9 @@ pub const HEADER_LEN: usize = 16;
 /// with one recovery shard (2.2 in 10 000 against 5.5 in 1000), for one datagram more.
 pub const REPAIR_DIVISOR: usize = 10;
 
-/// The largest unit a framewire viewer takes as datagrams: a framewire host sends frames over
-/// 128 KiB on a stream, and this leaves room for what precedes a frame on its stream.
+/// The largest unit a viewer that declares frames in datagrams, but not large ones, takes: a
+/// framewire host sends it frames over 128 KiB on a stream, and this leaves room for what
+/// precedes a frame on its stream.
 pub const MAX_UNIT: usize = 256 * 1024;
 
 /// The largest unit a framewire viewer that declares `caps::LARGE_FRAME_DATAGRAMS` takes:

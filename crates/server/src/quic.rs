@@ -40,8 +40,9 @@ use crate::webtransport::WebRules;
 const OPEN_FRAMES: usize = 32;
 /// Frame streams left to finish when a newer frame supersedes them.
 const KEEP_UNRESET: usize = 2;
-/// Frames larger than this go on a stream even to a viewer that takes datagrams (at most
-/// [`shards::MAX_UNIT`], what a viewer takes as datagrams). Such a frame takes many round
+/// Frames larger than this go on a stream to a viewer that takes datagrams but not large ones
+/// (at most [`shards::MAX_UNIT`], what such a viewer takes as datagrams), and to one that
+/// does where the path queued lately (below). Such a frame takes many round
 /// trips' worth of packets to cross, so a retransmission adds less to its time, and its
 /// datagrams go out in one burst, which on a slow path outlasts the bottleneck's queue.
 /// Measured across the emulated links (BENCHMARKS.md, "Frames as datagrams" and "Large frames

@@ -88,23 +88,23 @@ pub struct HostConfig {
     /// packets was lost and either the loss was answered or no ACK is overdue; a keyframe by
     /// the rule for lost packets.
     pub datagrams_up_to: Option<u64>,
-    /// Larger frames, up to this many bytes, cross as datagrams too where the path has been
-    /// watched without a queue for [`LARGE_DATAGRAMS_QUIET_US`]
-    /// (`framewire_flow::ViewerFlow::unqueued_for`):
-    /// a path that does not queue has no bottleneck for the burst of a large frame's
-    /// datagrams to overflow, and there a frame of hundreds of packets no longer waits a round
-    /// trip for the one it lost. On a path that queues they go on streams, whose lost packets
-    /// QUIC sends again (BENCHMARKS.md, "Large frames as datagrams where the path does not
-    /// queue").
+    /// Larger frames, up to this many bytes, cross as datagrams too where the host has
+    /// watched the transport's round trip for [`LARGE_DATAGRAMS_WATCH_US`] and no queue lasted
+    /// within [`LARGE_DATAGRAMS_QUIET_US`] (`framewire_flow::ViewerFlow::unqueued_for`): a
+    /// path that does not queue has no bottleneck for the burst of a large frame's datagrams
+    /// to overflow, and there a frame of hundreds of packets no longer waits a round trip for
+    /// the one it lost. Elsewhere they go on streams, whose lost packets QUIC sends again
+    /// (BENCHMARKS.md, "Large frames as datagrams where the path does not queue").
     pub large_datagrams_up_to: Option<u64>,
 }
 
-/// Frames over [`HostConfig::datagrams_up_to`] go as datagrams only where the path has been
-/// watched this long (µs) without a queue that lasted (`framewire_flow::ViewerFlow::
-/// unqueued_for`), as long as the window bound is kept after a queue: before the queue is
-/// first seen, a large frame's datagrams fill a slow path's queue.
+/// Frames over [`HostConfig::datagrams_up_to`] go as datagrams only where no queue lasted
+/// (`framewire_flow::DeliveryRate::queue_held_at_us`) for this long (µs), as long as the
+/// window bound is kept after any queue seen.
 pub const LARGE_DATAGRAMS_QUIET_US: u64 = 2_000_000;
-/// ... and only once the path has been watched for this long (µs).
+/// ... and only once the transport's round trip has been watched for this long (µs): before
+/// its queue is first seen, a large frame's datagrams burst into a slow path's queue (at
+/// 10 Mbit/s, 1–4 frames a cell at the start, without this).
 pub const LARGE_DATAGRAMS_WATCH_US: u64 = 500_000;
 
 /// What the viewer sends, in its protocol.
@@ -253,12 +253,17 @@ struct Retained {
     /// last lost whole.
     datagrams_up_to: Option<u64>,
     large_datagrams_up_to: Option<u64>,
-    /// The last frame over `datagrams_up_to` (or keyframe) went as datagrams: large frames
-    /// go so now. A large frame goes as datagrams only then or when it needs nothing in
-    /// flight: QUIC sends datagrams ahead of stream data, so a delta sent so would overtake
-    /// the frame on a stream it applies to, which may take far longer than the viewer waits
-    /// for a base (a keyframe of 400 kB at 10 Mbit/s: 320 ms).
-    large_as_datagrams: bool,
+    /// The picture the next shared delta applies to may need a frame still crossing on a
+    /// stream: set when a frame goes on a stream (a keyframe too), cleared when one that
+    /// needs nothing in flight goes as datagrams. A large frame goes as datagrams only when
+    /// this is clear or it needs nothing in flight itself: QUIC sends datagrams ahead of
+    /// stream data, so it would overtake its base (directly, or through the frames chained
+    /// between), which may take far longer than the viewer waits for a base (a keyframe of
+    /// 400 kB at 10 Mbit/s: 320 ms).
+    chain_on_stream: bool,
+    /// The last frame went on a stream though it could have gone as datagrams were they
+    /// allowed (a delta up to `large_datagrams_up_to`).
+    last_large_fits: bool,
     last_as_datagrams: bool,
     /// The last frame sent was a delta that went on a stream though the viewer takes
     /// datagrams (too large for them, or large where the path queued lately): it crossed on a
@@ -602,9 +607,10 @@ impl<W: Wire> HostSession<W> {
         let mut bases = self.bases.bases(f);
         // Large frames may go as datagrams again, but the last went on a stream: this one is
         // made against the acknowledged picture, so it needs nothing in flight and may go so.
-        bases.prefer_acknowledged |= self.bases.last_large
-            && self.large_datagrams_allowed(f.capture_us)
-            && !self.bases.large_as_datagrams;
+        // (Once: it clears `chain_on_stream`, whatever its size.)
+        let now = self.flow.clock_us().max(f.capture_us);
+        bases.prefer_acknowledged |=
+            self.bases.last_large_fits && self.large_datagrams_allowed(now);
         let mut plan = self.flow.plan_with_bases(&f.info(), bases);
         // The picture a rebased delta is made against (the flow chose it from `bases`).
         let from = match plan {
@@ -703,11 +709,20 @@ impl<W: Wire> HostSession<W> {
                 .acknowledged
                 .as_ref()
                 .is_some_and(|a| a.checksum == self.bases.delta_base);
-        let datagrams =
-            !out.keyframe && self.as_datagrams(bytes, independent || on_acknowledged, now);
-        if out.keyframe || self.bases.datagrams_up_to.is_some_and(|max| bytes > max) {
-            self.bases.large_as_datagrams = datagrams;
+        let free = independent || on_acknowledged;
+        let datagrams = !out.keyframe && self.as_datagrams(bytes, free, now);
+        if !datagrams {
+            self.bases.chain_on_stream = true;
+        } else if free {
+            self.bases.chain_on_stream = false;
         }
+        self.bases.last_large_fits = !out.keyframe
+            && !datagrams
+            && self.bases.datagrams_up_to.is_some_and(|max| bytes > max)
+            && self
+                .bases
+                .large_datagrams_up_to
+                .is_some_and(|max| bytes <= max);
         self.bases.last_as_datagrams = datagrams;
         self.bases.last_large = !out.keyframe && !datagrams && self.bases.datagrams_up_to.is_some();
         if independent {
@@ -744,21 +759,22 @@ impl<W: Wire> HostSession<W> {
 
     /// Whether a frame of `bytes` (not a keyframe) goes as datagrams at `now`: up to
     /// [`HostConfig::datagrams_up_to`] always, up to [`HostConfig::large_datagrams_up_to`]
-    /// where they are allowed ([`HostSession::large_datagrams_allowed`]) and large frames
-    /// already go so or this one is `independent` (it needs nothing in flight).
-    fn as_datagrams(&self, bytes: u64, independent: bool, now: u64) -> bool {
+    /// where they are allowed ([`HostSession::large_datagrams_allowed`]) and nothing the
+    /// frame applies to may still be crossing on a stream, or the frame is `free` (it needs
+    /// nothing in flight).
+    fn as_datagrams(&self, bytes: u64, free: bool, now: u64) -> bool {
         let b = &self.bases;
         if b.datagrams_up_to.is_some_and(|max| bytes <= max) {
             return true;
         }
         b.large_datagrams_up_to.is_some_and(|max| bytes <= max)
-            && (independent || b.large_as_datagrams)
+            && (free || !b.chain_on_stream)
             && self.large_datagrams_allowed(now)
     }
 
     /// Frames over [`HostConfig::datagrams_up_to`] may go as datagrams at `now`: the
-    /// transport takes them, and the path has been watched for [`LARGE_DATAGRAMS_QUIET_US`]
-    /// without a queue that lasted.
+    /// transport takes them, the path has been watched for [`LARGE_DATAGRAMS_WATCH_US`], and
+    /// no queue lasted within [`LARGE_DATAGRAMS_QUIET_US`].
     fn large_datagrams_allowed(&self, now: u64) -> bool {
         self.bases.large_datagrams_up_to.is_some()
             && self

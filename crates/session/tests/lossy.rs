@@ -18,7 +18,7 @@ use common::Source;
 use framewire_flow::{InflightLimit, Plan, TransportRtt};
 use framewire_proto::v1::AckStatus;
 use framewire_proto::v1::{self, caps};
-use framewire_session::host::LARGE_DATAGRAMS_QUIET_US;
+use framewire_session::host::{LARGE_DATAGRAMS_QUIET_US, LARGE_DATAGRAMS_WATCH_US};
 use framewire_session::viewer::BASE_WAIT_US;
 use framewire_session::{
     negotiate, FrameMeta, HostConfig, HostSession, Payload, Shown, SourceFrame, V1Wire,
@@ -749,12 +749,12 @@ fn frames_too_large_for_datagrams_chain_after_a_counted_loss() {
 }
 
 /// Frames over 128 KiB go as datagrams to a viewer that takes larger units until the
-/// transport's round trip shows a queue, then on streams for as long as the queue was seen
+/// transport's round trip shows a queue that lasts, then on streams until none lasted
 /// within `LARGE_DATAGRAMS_QUIET_US`; a viewer that takes only the smaller units, or a
 /// keyframe, gets a stream throughout. Every picture is exact.
 #[test]
 fn large_frames_go_as_datagrams_until_the_path_queues() {
-    let frames = noise_frames(7);
+    let frames = noise_frames(8);
     for large in [Some(2 << 20), None] {
         set_clock(1_000);
         let mut host = host_with(caps::ALL, Some(128 * 1024), large);
@@ -790,10 +790,11 @@ fn large_frames_go_as_datagrams_until_the_path_queues() {
             min_us: 20_000,
         };
         assert_eq!(host.window_bound(calm, now()), None);
+        // Frame 1 is sent 20 ms short of the watch (it is sent, then the clock moves on).
+        set_clock(now() + LARGE_DATAGRAMS_WATCH_US - 20_000);
         assert!(!send(&mut host, 1), "not watched for long enough");
         // Watched without a queue: the delta applies to the acknowledged picture (it needs
         // nothing in flight), and goes as datagrams.
-        set_clock(now() + LARGE_DATAGRAMS_QUIET_US);
         assert_eq!(send(&mut host, 2), large.is_some());
         // The transport's round trip shows a queue (its minimum 20 ms, smoothed 60 ms).
         let queued = TransportRtt {
@@ -806,29 +807,39 @@ fn large_frames_go_as_datagrams_until_the_path_queues() {
             large.is_some(),
             "a queue seen once is not held"
         );
+        // Seen again 1.1 s later: more than 1 s apart, the two looks are not one queue.
+        set_clock(now() + 1_080_000);
+        assert!(host.window_bound(queued, now()).is_some());
+        assert_eq!(
+            send(&mut host, 4),
+            large.is_some(),
+            "two moments are not a queue"
+        );
         // Seen at looks spanning 100 ms (more than two minimum RTTs): it held.
         for _ in 0..10 {
             set_clock(now() + 10_000);
             assert!(host.window_bound(queued, now()).is_some());
         }
-        assert!(!send(&mut host, 4), "a stream once the path queued");
+        assert!(!send(&mut host, 5), "a stream once the path queued");
         set_clock(now() + LARGE_DATAGRAMS_QUIET_US - 40_000);
-        assert!(!send(&mut host, 5), "still a stream within the quiet time");
+        assert!(!send(&mut host, 6), "still a stream within the quiet time");
         set_clock(now() + 20_001);
-        assert_eq!(send(&mut host, 6), large.is_some(), "datagrams again");
-        assert!(viewer.picture().equals(&frames[6].grey));
+        assert_eq!(send(&mut host, 7), large.is_some(), "datagrams again");
+        assert!(viewer.picture().equals(&frames[7].grey));
     }
 }
 
 /// A large delta whose base may still be crossing on a stream stays on a stream: QUIC sends
-/// datagrams ahead of stream data, and it would overtake its base. The next frame is made
-/// against the acknowledged picture instead, which needs nothing in flight, and goes as
-/// datagrams, as do the large frames after it. Every picture is exact.
+/// datagrams ahead of stream data, and it would overtake its base (here a keyframe the viewer
+/// asked for). The next frame is made against the acknowledged picture instead, which needs
+/// nothing in flight, and goes as datagrams, as does the delta chained on it. The frames
+/// left behind on streams come late and are dropped; every picture shown is exact.
 #[test]
 fn a_large_delta_does_not_overtake_its_base_on_a_stream() {
-    let frames = noise_frames(4);
     set_clock(1_000);
+    let frames = noise_frames(5);
     let mut host = host_with(caps::ALL, Some(128 * 1024), Some(2 << 20));
+    host.on_path_counters(1_000, 0, now());
     let mut viewer = welcomed_viewer(now());
     let sent = |host: &mut HostSession<V1Wire>, i: usize| {
         let (plan, work) = host.plan_frame(&frames[i]);
@@ -847,37 +858,44 @@ fn a_large_delta_does_not_overtake_its_base_on_a_stream() {
         let [(datagrams, unit)] = <[_; 1]>::try_from(out).expect("one frame");
         (plan, datagrams, unit)
     };
-    let (_, key_datagrams, key) = sent(&mut host, 0);
-    assert!(!key_datagrams);
-    // Frame 1 is sent while the keyframe is still crossing: on a stream, behind it.
-    set_clock(now() + 16_000);
-    let (p1, d1, u1) = sent(&mut host, 1);
-    assert_eq!((p1, d1), (Plan::Delta, false));
-    // The keyframe arrives and is acknowledged; frame 1 is still crossing.
-    set_clock(now() + 16_000);
+    // The first keyframe arrives and is acknowledged; the path is watched long enough, with
+    // no queue.
+    let (_, _, key) = sent(&mut host, 0);
+    set_clock(now() + 20_000);
     viewer.handle_unit(now(), &key);
     assert_eq!(shown_ok(&mut viewer), [(0, true)]);
     while let Some(b) = viewer.poll_transmit() {
         host.handle_bytes(now(), &b);
     }
-    // The path has been watched for long enough, with no queue.
     let calm = TransportRtt {
         smoothed_us: 21_000,
         min_us: 20_000,
     };
     assert_eq!(host.window_bound(calm, now()), None);
-    set_clock(now() + LARGE_DATAGRAMS_QUIET_US);
+    set_clock(now() + LARGE_DATAGRAMS_WATCH_US);
     assert_eq!(host.window_bound(calm, now()), None);
+    // The viewer asks for a keyframe: it goes on a stream, and is still crossing when
+    // frame 2, a large delta against it, is sent: a stream too, behind it.
+    host.handle_bytes(now(), &v1::Packet::KeyframeRequest { reason: 0 }.to_bytes());
+    let (p1, d1, u1) = sent(&mut host, 1);
+    assert!(matches!(p1, Plan::Keyframe { .. }) && !d1, "{p1:?}");
+    set_clock(now() + 16_000);
     let (p2, d2, u2) = sent(&mut host, 2);
-    assert_eq!((p2, d2), (Plan::Rebased { base: 0 }, true));
-    let (_, d3, u3) = sent(&mut host, 3);
-    assert!(d3, "large frames go as datagrams now");
-    // Frame 2 overtakes frame 1, which the viewer drops when it comes.
-    for u in [&u2, &u1, &u3] {
+    assert_eq!((p2, d2), (Plan::Delta, false));
+    // Frame 3 is made against the acknowledged picture and goes as datagrams; frame 4,
+    // chained on it, too.
+    set_clock(now() + 16_000);
+    let (p3, d3, u3) = sent(&mut host, 3);
+    assert_eq!((p3, d3), (Plan::Rebased { base: 0 }, true));
+    set_clock(now() + 16_000);
+    let (p4, d4, u4) = sent(&mut host, 4);
+    assert_eq!((p4, d4), (Plan::Delta, true), "chained on frame 3");
+    // Frames 3 and 4 overtake 1 and 2, which the viewer drops when they come.
+    for u in [&u3, &u4, &u1, &u2] {
         viewer.handle_unit(now(), u);
     }
-    assert_eq!(shown_ok(&mut viewer), [(2, true), (3, true)]);
-    assert!(viewer.picture().equals(&frames[3].grey));
+    assert_eq!(shown_ok(&mut viewer), [(3, true), (4, true)]);
+    assert!(viewer.picture().equals(&frames[4].grey));
 }
 
 /// A frame the capture passed over is never offered, and the next one's delta is made against
