@@ -99,12 +99,13 @@ pub struct HostConfig {
 }
 
 /// Frames over [`HostConfig::datagrams_up_to`] go as datagrams only where no queue lasted
-/// (`framewire_flow::DeliveryRate::queue_held_at_us`) for this long (µs), as long as the
-/// window bound is kept after any queue seen.
+/// (`framewire_flow::DeliveryRate::queue_held_at_us`) for this long (µs): as long as the
+/// window bound is kept after any queue seen (`framewire_flow::RATE_WINDOW_US`), but counted
+/// from the last queue that lasted.
 pub const LARGE_DATAGRAMS_QUIET_US: u64 = 2_000_000;
 /// ... and only once the transport's round trip has been watched for this long (µs): before
 /// its queue is first seen, a large frame's datagrams burst into a slow path's queue (at
-/// 10 Mbit/s, 1–4 frames a cell at the start, without this).
+/// 10 Mbit/s, 0–4 frames a cell at the start, without this).
 pub const LARGE_DATAGRAMS_WATCH_US: u64 = 500_000;
 
 /// What the viewer sends, in its protocol.
@@ -255,15 +256,22 @@ struct Retained {
     large_datagrams_up_to: Option<u64>,
     /// The picture the next shared delta applies to may need a frame still crossing on a
     /// stream: set when a frame goes on a stream (a keyframe too), cleared when one that
-    /// needs nothing in flight goes as datagrams. A large frame goes as datagrams only when
+    /// needs nothing in flight goes as datagrams, or when the viewer applied that stream's
+    /// frame or a later one (`stream_seq`). A large frame goes as datagrams only when
     /// this is clear or it needs nothing in flight itself: QUIC sends datagrams ahead of
     /// stream data, so it would overtake its base (directly, or through the frames chained
     /// between), which may take far longer than the viewer waits for a base (a keyframe of
     /// 400 kB at 10 Mbit/s: 320 ms).
     chain_on_stream: bool,
+    /// The seq of the last frame sent on a stream.
+    stream_seq: Option<u64>,
     /// The last frame went on a stream though it could have gone as datagrams were they
     /// allowed (a delta up to `large_datagrams_up_to`).
     last_large_fits: bool,
+    /// When a frame was last made against the acknowledged picture to bring large frames
+    /// back to datagrams: at most once every [`LARGE_DATAGRAMS_QUIET_US`], since that frame
+    /// may itself go on a stream (over 2 MiB) and hold them off again.
+    forced_at: Option<u64>,
     last_as_datagrams: bool,
     /// The last frame sent was a delta that went on a stream though the viewer takes
     /// datagrams (too large for them, or large where the path queued lately): it crossed on a
@@ -325,6 +333,10 @@ impl Retained {
         if !applied {
             self.inflight.retain(|x| x.seq != seq);
             return;
+        }
+        if self.stream_seq.is_some_and(|s| seq >= s) {
+            // The frame on a stream arrived, or was passed over: nothing it holds up is left.
+            self.chain_on_stream = false;
         }
         while let Some(x) = self.inflight.front() {
             if x.seq > seq {
@@ -606,11 +618,19 @@ impl<W: Wire> HostSession<W> {
         }
         let mut bases = self.bases.bases(f);
         // Large frames may go as datagrams again, but the last went on a stream: this one is
-        // made against the acknowledged picture, so it needs nothing in flight and may go so.
-        // (Once: it clears `chain_on_stream`, whatever its size.)
+        // made against the acknowledged picture, so it needs nothing in flight and may go so
+        // (`forced_at`: not again for a while, if it went on a stream too).
         let now = self.flow.clock_us().max(f.capture_us);
-        bases.prefer_acknowledged |=
-            self.bases.last_large_fits && self.large_datagrams_allowed(now);
+        let force = self.bases.last_large_fits
+            && self.large_datagrams_allowed(now)
+            && self
+                .bases
+                .forced_at
+                .is_none_or(|t| now.saturating_sub(t) > LARGE_DATAGRAMS_QUIET_US);
+        if force && self.bases.acknowledged.is_some() {
+            self.bases.forced_at = Some(now);
+        }
+        bases.prefer_acknowledged |= force;
         let mut plan = self.flow.plan_with_bases(&f.info(), bases);
         // The picture a rebased delta is made against (the flow chose it from `bases`).
         let from = match plan {
@@ -713,6 +733,7 @@ impl<W: Wire> HostSession<W> {
         let datagrams = !out.keyframe && self.as_datagrams(bytes, free, now);
         if !datagrams {
             self.bases.chain_on_stream = true;
+            self.bases.stream_seq = Some(f.seq);
         } else if free {
             self.bases.chain_on_stream = false;
         }
