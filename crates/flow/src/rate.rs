@@ -68,7 +68,7 @@ const QUEUE_AHEAD_MIN_US: u64 = 17_000;
 /// pictures a second.
 const QUEUE_SEEN: (u64, u64) = (1, 2);
 const QUEUE_SEEN_MIN_US: u64 = 5_000;
-/// A queue has lasted ([`DeliveryRate::queue_held_at_us`]) when looks at the transport's
+/// A queue has lasted ([`DeliveryRate::unqueued_for`]) when looks at the transport's
 /// round trip that showed one, each within [`QUEUE_GAP_US`] of the one before, span this long
 /// (µs), or two minimum RTTs if longer. Under the window bound a bottleneck's queue hovers
 /// about the mark (a smoothed RTT of 101–135 ms over a minimum of 80 at 50 Mbit/s), so it is
@@ -437,25 +437,24 @@ impl DeliveryRate {
             .then(|| (2 * e.bdp_bytes()).max(WINDOW_BOUND_FLOOR))
     }
 
-    /// When the transport's round trip last showed a queue that had lasted
-    /// [`QUEUE_HELD_US`] (or two minimum RTTs, if longer) ([`DeliveryRate::window_bound`]). A bottleneck's queue under the window bound lasts;
-    /// on a path without one, with two cores shared by the host, the viewer and the link's
-    /// relay, the smoothed RTT went over the mark now and then for a moment (an unlimited
-    /// 20 ms path, 1 % loss, where frames went as datagrams).
-    pub fn queue_held_at_us(&self) -> Option<u64> {
-        self.queue_held_at_us
+    /// Whether the transport's round trip has been watched ([`DeliveryRate::window_bound`])
+    /// for `watched_us` before `now`, and no queue lasted within `us` of it: one seen at looks
+    /// that span [`QUEUE_HELD_US`] (or two minimum RTTs, if longer). A bottleneck's queue
+    /// under the window bound lasts; on a path without one, with two cores shared by the
+    /// host, the viewer and the link's relay, the smoothed RTT went over the mark now and
+    /// then for a moment (an unlimited 20 ms path, 1 % loss, where frames went as datagrams).
+    pub fn unqueued_for(&self, watched_us: u64, us: u64, now: u64) -> bool {
+        self.watched_since_us
+            .is_some_and(|t| now.saturating_sub(t) >= watched_us)
+            && self
+                .queue_held_at_us
+                .is_none_or(|t| now.saturating_sub(t) > us)
     }
 
     /// The latest moment the estimator was told of (a send, an ACK, a look at the
     /// transport's round trip).
     pub fn clock_us(&self) -> u64 {
         self.clock_us
-    }
-
-    /// When the transport's round trip was first compared with the estimate
-    /// ([`DeliveryRate::window_bound`]; `None`: not yet).
-    pub fn watched_since_us(&self) -> Option<u64> {
-        self.watched_since_us
     }
 
     /// The transport's round trip showed a queue within [`RATE_WINDOW_US`].

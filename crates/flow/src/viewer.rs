@@ -410,16 +410,11 @@ impl ViewerFlow {
         self.bytes.as_ref().map_or(0, DeliveryRate::clock_us)
     }
 
-    /// Whether the transport's round trip has been watched for `watched_us` before `now_us`
-    /// and showed no queue that lasted ([`DeliveryRate::queue_held_at_us`]) within `us`.
-    /// False without a byte budget.
+    /// See [`DeliveryRate::unqueued_for`]. False without a byte budget.
     pub fn unqueued_for(&self, watched_us: u64, us: u64, now_us: u64) -> bool {
-        self.bytes.as_ref().is_some_and(|b| {
-            b.watched_since_us()
-                .is_some_and(|t| now_us.saturating_sub(t) >= watched_us)
-                && b.queue_held_at_us()
-                    .is_none_or(|t| now_us.saturating_sub(t) > us)
-        })
+        self.bytes
+            .as_ref()
+            .is_some_and(|b| b.unqueued_for(watched_us, us, now_us))
     }
 
     /// Sends a keyframe after every `n` deltas in a row (0 = never).
@@ -950,6 +945,17 @@ mod tests {
 
     const FRAME_US: u64 = 16_667;
 
+    /// Frame `seq` of `bytes`, planned against the frame before it and sent at `now`, if `v`
+    /// has room for it: whether it went.
+    fn send_if_room(v: &mut ViewerFlow, seq: u64, bytes: u64, now: u64) -> bool {
+        let room = v.can_send(now);
+        if room {
+            v.plan_with_bases(&changing(seq), acked(seq.saturating_sub(1)));
+            v.on_sent(seq, bytes, now);
+        }
+        room
+    }
+
     /// Runs `v` at 60 fps for a second on a 40 ms path, every frame ACKed: returns the time,
     /// the next seq and the frames still in flight (seq, sent at).
     fn run_until_dark(v: &mut ViewerFlow) -> (u64, u64, Vec<(u64, u64)>) {
@@ -963,9 +969,7 @@ mod tests {
                 v.on_ack(s, t + 40_000);
                 sent_at.remove(0);
             }
-            if v.can_send(now) {
-                v.plan_with_bases(&changing(seq), acked(seq.saturating_sub(1)));
-                v.on_sent(seq, 2_000, now);
+            if send_if_room(v, seq, 2_000, now) {
                 sent_at.push((seq, now));
             }
             seq += 1;
@@ -1162,9 +1166,7 @@ mod tests {
                 let (at, s) = acks.pop_front().expect("checked");
                 v.on_ack(s, at);
             }
-            if v.can_send(now) {
-                v.plan_with_bases(&changing(seq), acked(seq.saturating_sub(1)));
-                v.on_sent(seq, frame, now);
+            if send_if_room(v, seq, frame, now) {
                 free_at = free_at.max(now) + across;
                 acks.push_back((free_at + rtt + seq % 3 * 10 * MS, seq));
             }

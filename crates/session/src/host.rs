@@ -99,7 +99,7 @@ pub struct HostConfig {
 }
 
 /// Frames over [`HostConfig::datagrams_up_to`] go as datagrams only where no queue lasted
-/// (`framewire_flow::DeliveryRate::queue_held_at_us`) for this long (µs): as long as the
+/// (`framewire_flow::DeliveryRate::unqueued_for`) for this long (µs): as long as the
 /// window bound is kept after any queue seen (`framewire_flow::RATE_WINDOW_US`), but counted
 /// from the last queue that lasted.
 pub const LARGE_DATAGRAMS_QUIET_US: u64 = 2_000_000;
