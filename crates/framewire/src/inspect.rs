@@ -108,6 +108,9 @@ pub fn render_report(r: &LatencyReport) -> String {
                 }
             }
         }
+        if let Some(n) = v.datagram_fallbacks.filter(|&n| n > 0) {
+            line += &format!("; {n} frames meant for datagrams went on streams");
+        }
         out.push(line);
     }
     let drops: Vec<String> = r

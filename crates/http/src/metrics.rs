@@ -295,6 +295,7 @@ fn flow(r: &Registry, m: &Mirror) -> Result<(), prometheus::Error> {
             set("datagram_frames", p.datagram_frames as f64);
             set("recovery_shards", p.recovery_shards as f64);
             set("recovery_shards_dropped", p.recovery_shards_dropped as f64);
+            set("datagram_fallbacks", p.datagram_fallbacks as f64);
         }
     }
     r.register(Box::new(path))

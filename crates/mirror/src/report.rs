@@ -100,6 +100,7 @@ fn viewer_path(v: &ViewerShared, f: &FlowFigures) -> ViewerPath {
         datagram_frames: f.path.map(|p| p.datagram_frames),
         recovery_shards: f.path.map(|p| p.recovery_shards),
         recovery_shards_dropped: f.path.map(|p| p.recovery_shards_dropped),
+        datagram_fallbacks: f.path.map(|p| p.datagram_fallbacks),
         frames_planned: f.stats.frames_planned,
         skipped: f.stats.skipped,
         rebased: f.stats.rebased,

@@ -29,6 +29,11 @@ pub struct PathFigures {
     /// Recovery shards of frames that fit one datagram, dropped unsent because the queue that
     /// spaces them out was full or the connection had closed (their frames went).
     pub recovery_shards_dropped: u64,
+    /// Frames the session sent as datagrams (`Transmit::datagrams`) that went on a stream: the
+    /// path took no datagrams then, or the frame could not be split to its datagram size. The
+    /// session counts them as datagrams (a large frame chained on one may overtake it, and
+    /// then waits for it or is repaired), so they are counted here rather than lost from view.
+    pub datagram_fallbacks: u64,
 }
 
 pub trait Transport: Send {

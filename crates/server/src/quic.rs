@@ -29,7 +29,7 @@ use framewire_quic::shards;
 use framewire_session::Transmit;
 use quinn::{SendStream, VarInt};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tracing::debug;
+use tracing::{debug, warn};
 
 use crate::conn::Conn;
 use crate::door::Door;
@@ -245,6 +245,8 @@ struct Datagrams {
     /// Of those, dropped unsent: [`SPACED_QUEUE`] were already waiting (or the connection
     /// had closed).
     spaced_dropped: u64,
+    /// Frames asked for as datagrams that went on a stream ([`PathFigures::datagram_fallbacks`]).
+    fallbacks: u64,
 }
 
 /// Recovery shards of frames that fit one datagram waiting to be sent spaced; beyond, they
@@ -269,6 +271,20 @@ async fn send_spaced(conn: quinn::Connection, mut rx: tokio::sync::mpsc::Receive
     }
 }
 
+impl Datagrams {
+    /// A frame the session sent as datagrams goes on a stream instead: counted, and logged
+    /// the first time (the session's rule against overtaking a frame on a stream does not
+    /// know of it; see [`PathFigures::datagram_fallbacks`]).
+    fn fell_back(&mut self, bytes: usize, why: &str) {
+        self.fallbacks += 1;
+        if self.fallbacks == 1 {
+            warn!(bytes, why, "a frame meant for datagrams went on a stream");
+        } else {
+            debug!(bytes, why, "a frame meant for datagrams went on a stream");
+        }
+    }
+}
+
 impl<L: FrameLink> QuicTransport<L> {
     /// Sends a frame as datagrams when this viewer takes them, the session asked for it
     /// (`Transmit::datagrams`: not a keyframe, and no larger than
@@ -281,17 +297,23 @@ impl<L: FrameLink> QuicTransport<L> {
     /// drop the oldest: the session's budget, not the buffer, decides what is skipped.
     async fn send_datagrams(&mut self, t: Transmit) -> io::Result<Option<Transmit>> {
         let len = t.head.len() + t.payload.as_ref().map_or(0, |p| p.len());
-        let max = self.link.quic().max_datagram_size();
-        let Some((d, max)) = self.datagrams.as_mut().zip(max) else {
+        let Some(d) = self.datagrams.as_mut() else {
             return Ok(Some(t));
         };
         let most = match d.large {
             true => LARGE_DATAGRAM_UNIT_MAX,
             false => DATAGRAM_UNIT_MAX,
         };
-        if !t.datagrams || t.keyframe || len > most {
+        if !t.datagrams || t.keyframe {
             return Ok(Some(t));
         }
+        let Some(max) = self.link.quic().max_datagram_size().filter(|_| len <= most) else {
+            d.fell_back(
+                len,
+                "the path takes no datagrams now, or the viewer no unit this large",
+            );
+            return Ok(Some(t));
+        };
         d.unit.clear();
         d.unit.extend_from_slice(&t.head);
         if let Some(p) = &t.payload {
@@ -301,7 +323,7 @@ impl<L: FrameLink> QuicTransport<L> {
         let recovery = match shards::split(d.next, &d.unit, max, &mut d.out) {
             Ok(r) => r,
             Err(e) => {
-                debug!(error = %e, bytes = len, "frame sent on a stream, not as datagrams");
+                d.fell_back(len, &e.to_string());
                 return Ok(Some(t));
             }
         };
@@ -426,6 +448,7 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
             datagram_frames: self.datagrams.as_ref().map_or(0, |d| d.frames),
             recovery_shards: self.datagrams.as_ref().map_or(0, |d| d.recovery_shards),
             recovery_shards_dropped: self.datagrams.as_ref().map_or(0, |d| d.spaced_dropped),
+            datagram_fallbacks: self.datagrams.as_ref().map_or(0, |d| d.fallbacks),
         })
     }
 }

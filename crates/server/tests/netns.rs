@@ -62,6 +62,8 @@ fn frames_that_fit_one_datagram_are_rebuilt_from_their_spaced_recovery_shards() 
     assert!(s.datagram_frames >= 200, "{}", s.line());
     assert!(s.datagram_recovered > 0, "{}", s.line());
     assert_eq!(paths[0].recovery_shards_dropped, Some(0), "{:?}", paths[0]);
+    // Every frame the host meant for datagrams went so.
+    assert_eq!(paths[0].datagram_fallbacks, Some(0), "{:?}", paths[0]);
 }
 
 /// The viewer's figures after 240 frames, every exact picture checked against the scene, and

@@ -626,6 +626,12 @@ fn an_unchanged_frame_that_overtakes_the_keyframe_waits_for_it() {
 
 /// Plans and sends `f`, returning the plan and the frame units it made (head and payload).
 fn offer(host: &mut HostSession<V1Wire>, f: &Arc<SourceFrame>) -> (Plan, Vec<Vec<u8>>) {
+    let (plan, units) = offer_as(host, f);
+    (plan, units.into_iter().map(|(_, u)| u).collect())
+}
+
+/// As [`offer`], with whether each unit went as datagrams.
+fn offer_as(host: &mut HostSession<V1Wire>, f: &Arc<SourceFrame>) -> (Plan, Vec<(bool, Vec<u8>)>) {
     let (plan, work) = host.plan_frame(f);
     if let Some(w) = work {
         w();
@@ -636,7 +642,7 @@ fn offer(host: &mut HostSession<V1Wire>, f: &Arc<SourceFrame>) -> (Plan, Vec<Vec
         if t.frame {
             let mut b = t.head.to_vec();
             b.extend_from_slice(t.payload.as_deref().unwrap_or(&[]));
-            units.push(b);
+            units.push((t.datagrams, b));
         }
     }
     (plan, units)
@@ -645,8 +651,60 @@ fn offer(host: &mut HostSession<V1Wire>, f: &Arc<SourceFrame>) -> (Plan, Vec<Vec
 /// `n` frames of noise 640 × 400: a keyframe, then full-frame deltas, each well over the
 /// 128 KiB that go as datagrams.
 fn noise_frames(n: u64) -> Vec<Arc<SourceFrame>> {
-    let (w, h) = (640u32, 400u32);
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut noise = Noise::default();
+    frames_of((0..n).map(|_| noise.bytes(640 * 400)).collect(), 640, 400)
+}
+
+/// `n` frames 640 × 400: a keyframe of noise, then each frame the one before with the next
+/// `rows` rows (in turn, from the top) or, for the frames in `small`, the first 2 000 bytes
+/// made noise again. A delta against the frame before carries one band (or the few bytes); a
+/// delta against an older picture carries every band changed since.
+fn band_frames(n: u64, rows: usize, small: &[u64]) -> Vec<Arc<SourceFrame>> {
+    let (w, h) = (640usize, 400usize);
+    let mut noise = Noise::default();
+    let mut pictures = vec![noise.bytes(w * h)];
+    let mut band = 0;
+    for seq in 1..n {
+        let mut p = pictures.last().expect("the keyframe").clone();
+        let span = if small.contains(&seq) {
+            0..2_000
+        } else {
+            let start = (band * rows * w) % (w * h);
+            band += 1;
+            start..(start + rows * w).min(w * h)
+        };
+        let len = span.len();
+        p[span].copy_from_slice(&noise.bytes(len));
+        pictures.push(p);
+    }
+    frames_of(pictures, w as u32, h as u32)
+}
+
+/// A seeded xorshift generator of noise.
+struct Noise(u64);
+
+impl Default for Noise {
+    fn default() -> Self {
+        Noise(0x9E37_79B9_7F4A_7C15)
+    }
+}
+
+impl Noise {
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                self.0 as u8
+            })
+            .collect()
+    }
+}
+
+/// Source frames of `pictures` (grey, `w` × `h`): a keyframe, then each a delta (XOR, LZ4)
+/// against the one before, captured now.
+fn frames_of(pictures: Vec<Vec<u8>>, w: u32, h: u32) -> Vec<Arc<SourceFrame>> {
     let lz4 = |d: &[u8]| {
         let mut out = Vec::new();
         framewire_codec::BlockCodec::Lz4
@@ -655,16 +713,9 @@ fn noise_frames(n: u64) -> Vec<Arc<SourceFrame>> {
         Bytes::from(out)
     };
     let mut prev: Option<Arc<Vec<u8>>> = None;
-    (0..n)
-        .map(|seq| {
-            let grey: Vec<u8> = (0..w * h)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect();
+    (0u64..)
+        .zip(pictures)
+        .map(|(seq, grey)| {
             let grey = Arc::new(grey);
             let payload = match &prev {
                 None => Payload::Key(lz4(&grey)),
@@ -841,39 +892,8 @@ fn a_large_delta_does_not_overtake_its_base_on_a_stream() {
     let mut host = host_with(caps::ALL, Some(128 * 1024), Some(2 << 20));
     host.on_path_counters(1_000, 0, now());
     let mut viewer = welcomed_viewer(now());
-    let sent = |host: &mut HostSession<V1Wire>, i: usize| {
-        let (plan, work) = host.plan_frame(&frames[i]);
-        if let Some(w) = work {
-            w();
-        }
-        host.send_frame(now(), &frames[i], plan);
-        let mut out = Vec::new();
-        while let Some(t) = host.poll_transmit() {
-            if t.frame {
-                let mut b = t.head.to_vec();
-                b.extend_from_slice(t.payload.as_deref().unwrap_or(&[]));
-                out.push((t.datagrams, b));
-            }
-        }
-        let [(datagrams, unit)] = <[_; 1]>::try_from(out).expect("one frame");
-        (plan, datagrams, unit)
-    };
-    // The first keyframe arrives and is acknowledged; the path is watched long enough, with
-    // no queue.
-    let (_, _, key) = sent(&mut host, 0);
-    set_clock(now() + 20_000);
-    viewer.handle_unit(now(), &key);
-    assert_eq!(shown_ok(&mut viewer), [(0, true)]);
-    while let Some(b) = viewer.poll_transmit() {
-        host.handle_bytes(now(), &b);
-    }
-    let calm = TransportRtt {
-        smoothed_us: 21_000,
-        min_us: 20_000,
-    };
-    assert_eq!(host.window_bound(calm, now()), None);
-    set_clock(now() + LARGE_DATAGRAMS_WATCH_US);
-    assert_eq!(host.window_bound(calm, now()), None);
+    let sent = |host: &mut HostSession<V1Wire>, i: usize| sent_one(host, &frames[i]);
+    keyframe_then_calm_watch(&mut host, &mut viewer, &frames[0]);
     // The viewer asks for a keyframe: it goes on a stream, and is still crossing when
     // frame 2, a large delta against it, is sent: a stream too, behind it.
     host.handle_bytes(now(), &v1::Packet::KeyframeRequest { reason: 0 }.to_bytes());
@@ -896,6 +916,159 @@ fn a_large_delta_does_not_overtake_its_base_on_a_stream() {
     }
     assert_eq!(shown_ok(&mut viewer), [(3, true), (4, true)]);
     assert!(viewer.picture().equals(&frames[4].grey));
+}
+
+/// A frame on a stream holds large deltas off datagrams through the small frames chained on
+/// it, which go as datagrams (they may overtake it too, but the viewer waits for a base that
+/// long), until the viewer applied it: then a large delta chained on those small frames goes
+/// as datagrams. Every picture is exact.
+#[test]
+fn a_frame_on_a_stream_holds_large_deltas_through_small_frames_until_it_is_applied() {
+    for applied_first in [false, true] {
+        set_clock(1_000);
+        // Frame 2 changes 2 000 bytes; frames 1 and 3 a band of 40 rows (25.6 kB).
+        let frames = band_frames(4, 40, &[2]);
+        let mut host = host_with(caps::ALL, Some(16 * 1024), Some(2 << 20));
+        host.on_path_counters(1_000, 0, now());
+        let mut viewer = welcomed_viewer(now());
+        keyframe_then_calm_watch(&mut host, &mut viewer, &frames[0]);
+        host.handle_bytes(now(), &v1::Packet::KeyframeRequest { reason: 0 }.to_bytes());
+        let (p1, d1, u1) = sent_one(&mut host, &frames[1]);
+        assert!(matches!(p1, Plan::Keyframe { .. }) && !d1, "{p1:?}");
+        set_clock(now() + 16_000);
+        let (p2, d2, u2) = sent_one(&mut host, &frames[2]);
+        assert!(u2.len() < 16 * 1024, "{}", u2.len());
+        assert_eq!((p2, d2), (Plan::Delta, true), "small: datagrams");
+        set_clock(now() + 16_000);
+        let mut shown = Vec::new();
+        if applied_first {
+            shown.extend(deliver(&mut host, &mut viewer, &[&u1]));
+        }
+        let (p3, d3, u3) = sent_one(&mut host, &frames[3]);
+        assert!(u3.len() > 16 * 1024, "{}", u3.len());
+        assert_eq!(
+            (p3, d3),
+            (Plan::Delta, applied_first),
+            "a stream while frame 1 may be crossing"
+        );
+        let rest: Vec<&Vec<u8>> = if applied_first {
+            vec![&u2, &u3]
+        } else {
+            vec![&u1, &u2, &u3]
+        };
+        shown.extend(deliver(&mut host, &mut viewer, &rest));
+        assert_eq!(shown, [(1, true), (2, true), (3, true)], "{applied_first}");
+        assert!(viewer.picture().equals(&frames[3].grey));
+    }
+}
+
+/// Where large frames may go as datagrams again but the last went on a stream, the next is
+/// made against the acknowledged picture; when that one is too large for datagrams (it
+/// carries every change since), it goes on a stream and holds the frames chained on it there
+/// too. It is not made so again within `LARGE_DATAGRAMS_QUIET_US`: a frame made for the
+/// viewer alone every other frame would cost its CPU and bytes for nothing.
+#[test]
+fn the_frame_made_against_the_acknowledged_picture_is_not_made_again_for_a_while() {
+    set_clock(1_000);
+    // Every delta carries a band of 40 rows (25.6 kB): one band fits the 40 kB of large
+    // datagrams, two do not.
+    let frames = band_frames(9, 40, &[]);
+    let mut host = host_with(caps::ALL, Some(16 * 1024), Some(40_000));
+    host.on_path_counters(1_000, 0, now());
+    let mut viewer = welcomed_viewer(now());
+    keyframe_then_calm_watch(&mut host, &mut viewer, &frames[0]);
+    // The path queues for 100 ms: large frames go on streams for 2 s. Frames 1 to 3 are
+    // applied and acknowledged.
+    let queued = TransportRtt {
+        smoothed_us: 60_000,
+        min_us: 20_000,
+    };
+    for _ in 0..=10 {
+        assert!(host.window_bound(queued, now()).is_some());
+        set_clock(now() + 10_000);
+    }
+    let queue_held = now() - 10_000;
+    for f in &frames[1..=3] {
+        let (p, d, u) = sent_one(&mut host, f);
+        assert!(!d && u.len() < 40_000, "{p:?}");
+        set_clock(now() + 2_000);
+        assert_eq!(deliver(&mut host, &mut viewer, &[&u]), [(f.seq, true)]);
+    }
+    // Frame 4 goes on a stream just before the 2 s are over, and is not yet acknowledged.
+    set_clock(queue_held + LARGE_DATAGRAMS_QUIET_US - 16_000);
+    let (p4, d4, u4) = sent_one(&mut host, &frames[4]);
+    assert_eq!((p4, d4), (Plan::Delta, false));
+    // Past them (the host learns the time from its next look at the round trip), frame 5 is
+    // made against the acknowledged picture (3): two bands, a stream.
+    set_clock(now() + 16_000 + 1);
+    host.window_bound(calm(), now());
+    let (p5, d5, u5) = sent_one(&mut host, &frames[5]);
+    assert_eq!((p5, d5), (Plan::Rebased { base: 3 }, false));
+    // Frame 6, chained on it, fits but stays on a stream behind it; frame 7 is the shared
+    // delta again, not made against the acknowledged picture.
+    let mut units = vec![u4, u5];
+    for f in &frames[6..=7] {
+        set_clock(now() + 16_000);
+        let (p, d, u) = sent_one(&mut host, f);
+        assert_eq!((p, d), (Plan::Delta, false), "frame {}", f.seq);
+        units.push(u);
+    }
+    let units: Vec<&Vec<u8>> = units.iter().collect();
+    let shown = deliver(&mut host, &mut viewer, &units);
+    assert_eq!(shown, [(4, true), (5, true), (6, true), (7, true)]);
+    // Applied: the chain on a stream is over, and frame 8, a delta on the acknowledged
+    // picture, goes as datagrams.
+    set_clock(now() + 16_000);
+    let (p8, d8, u8) = sent_one(&mut host, &frames[8]);
+    assert_eq!((p8, d8), (Plan::Delta, true));
+    assert_eq!(deliver(&mut host, &mut viewer, &[&u8]), [(8, true)]);
+    assert!(viewer.picture().equals(&frames[8].grey));
+}
+
+/// Plans and sends `f`: its plan, whether it went as datagrams, and its one unit.
+fn sent_one(host: &mut HostSession<V1Wire>, f: &Arc<SourceFrame>) -> (Plan, bool, Vec<u8>) {
+    let (plan, units) = offer_as(host, f);
+    let [(datagrams, unit)] = <[_; 1]>::try_from(units).expect("one frame");
+    (plan, datagrams, unit)
+}
+
+/// The viewer takes `units` in order and its ACKs reach the host: the frames it showed.
+fn deliver(
+    host: &mut HostSession<V1Wire>,
+    viewer: &mut ViewerSession,
+    units: &[&Vec<u8>],
+) -> Vec<(u64, bool)> {
+    for u in units {
+        viewer.handle_unit(now(), u);
+    }
+    let shown = shown_ok(viewer);
+    while let Some(b) = viewer.poll_transmit() {
+        host.handle_bytes(now(), &b);
+    }
+    shown
+}
+
+/// Frame `key`, the first keyframe, arrives 20 ms after it is sent and is acknowledged; the
+/// transport's round trip is then watched without a queue for `LARGE_DATAGRAMS_WATCH_US`.
+fn keyframe_then_calm_watch(
+    host: &mut HostSession<V1Wire>,
+    viewer: &mut ViewerSession,
+    key: &Arc<SourceFrame>,
+) {
+    let (_, _, unit) = sent_one(host, key);
+    set_clock(now() + 20_000);
+    assert_eq!(deliver(host, viewer, &[&unit]), [(key.seq, true)]);
+    assert_eq!(host.window_bound(calm(), now()), None);
+    set_clock(now() + LARGE_DATAGRAMS_WATCH_US);
+    assert_eq!(host.window_bound(calm(), now()), None);
+}
+
+/// The transport's round trip on a 20 ms path without a queue.
+fn calm() -> TransportRtt {
+    TransportRtt {
+        smoothed_us: 21_000,
+        min_us: 20_000,
+    }
 }
 
 /// A frame the capture passed over is never offered, and the next one's delta is made against

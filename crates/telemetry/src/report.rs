@@ -98,6 +98,9 @@ pub struct ViewerPath {
     /// that fit one datagram was full (QUIC only).
     #[serde(default)]
     pub recovery_shards_dropped: Option<u64>,
+    /// Frames the host meant for datagrams that went on a stream instead (QUIC only).
+    #[serde(default)]
+    pub datagram_fallbacks: Option<u64>,
     /// Frames planned for it (sent, or Unchanged).
     #[serde(default)]
     pub frames_planned: u64,
