@@ -101,6 +101,9 @@ pub struct CellResult {
     /// Frames the host's capture passed over (no viewer took them; the next one's delta was
     /// made against a picture the viewer took; `frames_passed_over`), over the whole cell.
     pub host_passed_over: u64,
+    /// Times large frames went on streams for a while because, as datagrams, the content
+    /// outran the path (`large_datagrams_outrun`).
+    pub host_outrun: u64,
     /// The host's delivery-rate estimate for the viewer (Mbit/s) and its minimum RTT (ms) when
     /// the cell ended (after the burst), and QUIC's congestion window then (bytes; TCP: none).
     pub host_bandwidth_mbps: f64,
@@ -332,6 +335,10 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
     let send = report.send.avg;
     let (decode, apply) = (ms(&s.decompress_us), ms(&s.apply_us));
     let v = report.viewers.first();
+    let counter = |name: &str| {
+        let found = report.counters.iter().find(|(k, _)| k == name);
+        found.map_or(0, |(_, v)| *v)
+    };
     Ok(CellResult {
         cell: c.clone(),
         e2e_ms_p50: percentile_ms(&s.e2e_us, 50.0),
@@ -353,14 +360,11 @@ fn run_cell(c: &Cell, a: &BenchNetArgs, seed: u64) -> anyhow::Result<CellResult>
         host_cwnd_bytes: v.and_then(|v| v.cwnd_bytes),
         host_window_bound_bytes: v.and_then(|v| v.window_bound_bytes),
         host_transport_rtt_ms: v.and_then(|v| v.transport_rtt_ms),
-        host_passed_over: {
-            let name = match c.colour {
-                true => "colour_frames_passed_over",
-                false => "frames_passed_over",
-            };
-            let found = report.counters.iter().find(|(k, _)| k == name);
-            found.map_or(0, |(_, v)| *v)
-        },
+        host_passed_over: counter(match c.colour {
+            true => "colour_frames_passed_over",
+            false => "frames_passed_over",
+        }),
+        host_outrun: counter("large_datagrams_outrun"),
         device_drops,
         shaper_drops,
         datagram_lost: s.datagram_lost,
@@ -478,10 +482,16 @@ fn print_row(r: &CellResult) {
     } else {
         String::new()
     };
-    let passed = match r.host_passed_over {
+    let mut passed = match r.host_passed_over {
         0 => String::new(),
         n => format!(", and passed over {n} no viewer took"),
     };
+    if r.host_outrun > 0 {
+        passed += &format!(
+            "; large frames held on streams {} times, the content outrunning the path",
+            r.host_outrun
+        );
+    }
     if r.host_frames == 0 {
         // The host's report had no figures for the viewer when it was read (seen now and then
         // on TCP cells whose pictures all arrived): not "0 of 0".

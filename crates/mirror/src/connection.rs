@@ -265,6 +265,13 @@ fn on_event(cx: &SessionCtx, e: Event) {
             match what {
                 HostCount::DeltaSentAsKeyframe => c.deltas_sent_as_keyframes.inc(),
                 HostCount::PongDropped => c.pongs_dropped.inc(),
+                HostCount::LargeDatagramsOutrun => {
+                    c.large_datagrams_outrun.inc();
+                    debug!(
+                        viewer = viewer.id,
+                        "the content outruns the path: large frames on streams for a while"
+                    );
+                }
                 HostCount::BaseMissing => {
                     c.viewer_bases_missing.inc();
                     debug!(

@@ -69,6 +69,9 @@ counter_set! {
         /// Frames a viewer with named bases could not apply because it lost one before them
         /// (each repaired by a delta against the picture it acknowledged).
         viewer_bases_missing: Counter,
+        /// Times large frames went on streams for a while because, as datagrams, the content
+        /// outran the path (`framewire_session::outrun`).
+        large_datagrams_outrun: Counter,
         /// Packets that broke the protocol, by reason (the connection was closed).
         rejected_packets: Family,
         /// Colour pictures made (while colour viewers are connected), and encoder failures.

@@ -24,6 +24,7 @@ use framewire_proto::ProtoError;
 use framewire_telemetry::SampleWindow;
 
 use crate::frame::{Rebased, SourceFrame};
+use crate::outrun::OutrunWatch;
 use crate::wire::{ViewerCommand, Wire, Work};
 use framewire_codec::rect_delta::RectDeltaMaker;
 
@@ -193,6 +194,9 @@ pub enum HostCount {
     /// The viewer could not apply a frame because it lost one before it (named bases); the
     /// next frame is made against the picture it acknowledged.
     BaseMissing,
+    /// Large frames went as datagrams while the content outran the path: they go on streams
+    /// for [`crate::outrun::OUTRUN_HOLD_US`].
+    LargeDatagramsOutrun,
 }
 
 pub struct HostSession<W: Wire> {
@@ -273,6 +277,11 @@ struct Retained {
     /// may itself go on a stream (over 2 MiB) and hold them off again.
     forced_at: Option<u64>,
     last_as_datagrams: bool,
+    /// The last frame sent went as datagrams though over `datagrams_up_to`.
+    last_large_as_datagrams: bool,
+    /// The frames sent after large ones went as datagrams: whether the path carries the
+    /// content ([`OutrunWatch`]).
+    outrun: OutrunWatch,
     /// The last frame sent was a delta that went on a stream though the viewer takes
     /// datagrams (too large for them, or large where the path queued lately): it crossed on a
     /// stream of its own, where QUIC sends its lost packets again.
@@ -617,10 +626,19 @@ impl<W: Wire> HostSession<W> {
             return (plan, self.wire.pending_work(f, plan));
         }
         let mut bases = self.bases.bases(f);
+        let now = self.flow.clock_us().max(f.capture_us);
+        if let Some(last) = self.flow.last_planned().filter(|&l| l < f.seq) {
+            let b = &mut self.bases;
+            if b.outrun
+                .planned(now, f.seq - last, b.last_large_as_datagrams)
+            {
+                self.events
+                    .push_back(Event::Count(HostCount::LargeDatagramsOutrun));
+            }
+        }
         // Large frames may go as datagrams again, but the last went on a stream: this one is
         // made against the acknowledged picture, so it needs nothing in flight and may go so
         // (`forced_at`: not again for a while, if it went on a stream too).
-        let now = self.flow.clock_us().max(f.capture_us);
         let force = self.bases.last_large_fits
             && self.large_datagrams_allowed(now)
             && self
@@ -745,6 +763,8 @@ impl<W: Wire> HostSession<W> {
                 .large_datagrams_up_to
                 .is_some_and(|max| bytes <= max);
         self.bases.last_as_datagrams = datagrams;
+        self.bases.last_large_as_datagrams =
+            datagrams && self.bases.datagrams_up_to.is_some_and(|max| bytes > max);
         self.bases.last_large = !out.keyframe && !datagrams && self.bases.datagrams_up_to.is_some();
         if independent {
             let patience = self.flow.crossing_time_us(bytes);
@@ -794,10 +814,12 @@ impl<W: Wire> HostSession<W> {
     }
 
     /// Frames over [`HostConfig::datagrams_up_to`] may go as datagrams at `now`: the
-    /// transport takes them, the path has been watched for [`LARGE_DATAGRAMS_WATCH_US`], and
-    /// no queue lasted within [`LARGE_DATAGRAMS_QUIET_US`].
+    /// transport takes them, the path has been watched for [`LARGE_DATAGRAMS_WATCH_US`], no
+    /// queue lasted within [`LARGE_DATAGRAMS_QUIET_US`], and the content did not outrun the
+    /// path while they went so lately ([`OutrunWatch`]).
     fn large_datagrams_allowed(&self, now: u64) -> bool {
         self.bases.large_datagrams_up_to.is_some()
+            && self.bases.outrun.allows(now)
             && self
                 .flow
                 .unqueued_for(LARGE_DATAGRAMS_WATCH_US, LARGE_DATAGRAMS_QUIET_US, now)

@@ -10,6 +10,7 @@
 //! | `host.rs` | one viewer after its Hello: what to send for each frame, pings, ACKs, goodbye |
 //! | `viewer.rs` | the viewer's side of v1: Hello, decode, apply, verify, ACK, pings |
 //! | `viewer_daylight.rs` | a viewer of the Daylight protocol, as the app behaves: decode, apply, ACK |
+//! | `outrun.rs` | whether the content outruns the path while large frames cross as datagrams |
 //! | `frame.rs` | a captured frame as every viewer shares it (payloads made once per codec) |
 //! | `wire.rs` | the trait that turns a session's decisions into one protocol's bytes |
 //! | `wire_v1.rs`, `wire_daylight.rs` | framewire v1 and the Daylight app's wire format |
@@ -19,6 +20,7 @@ pub mod frame;
 pub mod handshake;
 pub mod host;
 pub mod negotiate;
+pub mod outrun;
 mod protocol;
 pub mod viewer;
 pub mod viewer_daylight;

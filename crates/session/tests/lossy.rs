@@ -19,6 +19,7 @@ use framewire_flow::{InflightLimit, Plan, TransportRtt};
 use framewire_proto::v1::AckStatus;
 use framewire_proto::v1::{self, caps};
 use framewire_session::host::{LARGE_DATAGRAMS_QUIET_US, LARGE_DATAGRAMS_WATCH_US};
+use framewire_session::outrun::{OUTRUN_FRAMES, OUTRUN_HOLD_US, OUTRUN_SETTLE_US};
 use framewire_session::viewer::BASE_WAIT_US;
 use framewire_session::{
     negotiate, FrameMeta, HostConfig, HostSession, Payload, Shown, SourceFrame, V1Wire,
@@ -1023,6 +1024,48 @@ fn the_frame_made_against_the_acknowledged_picture_is_not_made_again_for_a_while
     assert_eq!((p8, d8), (Plan::Delta, true));
     assert_eq!(deliver(&mut host, &mut viewer, &[&u8]), [(8, true)]);
     assert!(viewer.picture().equals(&frames[8].grey));
+}
+
+/// Where only one source frame in four can go while large frames go as datagrams (the
+/// content outruns the path), large frames go on streams for `OUTRUN_HOLD_US`: counted from
+/// `OUTRUN_SETTLE_US` after they began to go as datagrams, over `OUTRUN_FRAMES` frames. Then
+/// they go as datagrams again.
+#[test]
+fn large_frames_go_on_streams_where_the_content_outruns_the_path() {
+    set_clock(1_000);
+    // Each delta between frames four apart carries four bands of 10 rows (25.6 kB).
+    let frames = band_frames(145, 10, &[]);
+    let mut host = host_with(caps::ALL, Some(16 * 1024), Some(2 << 20));
+    host.on_path_counters(1_000, 0, now());
+    let mut viewer = welcomed_viewer(now());
+    keyframe_then_calm_watch(&mut host, &mut viewer, &frames[0]);
+    let interval = 16_667;
+    let start = now();
+    let mut on_streams = Vec::new();
+    for f in frames[..=140].iter().skip(4).step_by(4) {
+        set_clock(start + f.seq * interval);
+        host.window_bound(calm(), now());
+        let (_, d, u) = sent_one(&mut host, f);
+        assert!(u.len() > 16 * 1024, "{}", u.len());
+        if !d {
+            on_streams.push(f.seq);
+        }
+        set_clock(now() + 20_000);
+        assert_eq!(deliver(&mut host, &mut viewer, &[&u]), [(f.seq, true)]);
+    }
+    // Frame 8 follows the first large frame as datagrams; from 1 s after it, frames 68 to
+    // 88 are counted, and 88 goes on a stream, as do all after it.
+    let settled = 8 + OUTRUN_SETTLE_US.div_ceil(4 * interval) * 4;
+    let outrun = settled + (OUTRUN_FRAMES as u64 - 1) * 4;
+    assert_eq!(on_streams.first(), Some(&outrun), "{on_streams:?}");
+    assert_eq!(on_streams, (outrun..=140).step_by(4).collect::<Vec<_>>());
+    // Past the hold, they go as datagrams again.
+    set_clock(now() + OUTRUN_HOLD_US);
+    host.window_bound(calm(), now());
+    let (_, d, u) = sent_one(&mut host, &frames[144]);
+    assert!(d, "datagrams again");
+    assert_eq!(deliver(&mut host, &mut viewer, &[&u]), [(144, true)]);
+    assert!(viewer.picture().equals(&frames[144].grey));
 }
 
 /// Plans and sends `f`: its plan, whether it went as datagrams, and its one unit.
