@@ -487,10 +487,12 @@ fn print_row(r: &CellResult) {
         n => format!(", and passed over {n} no viewer took"),
     };
     if r.host_outrun > 0 {
-        passed += &format!(
-            "; large frames held on streams {} times, the content outrunning the path",
-            r.host_outrun
-        );
+        let times = match r.host_outrun {
+            1 => "once".to_string(),
+            n => format!("{n} times"),
+        };
+        passed +=
+            &format!("; large frames held on streams {times}, the content outrunning the path");
     }
     if r.host_frames == 0 {
         // The host's report had no figures for the viewer when it was read (seen now and then

@@ -356,6 +356,12 @@ impl DeliveryRate {
         }
     }
 
+    /// Whether a frame was refused for lack of room ([`DeliveryRate::refused`]) since the
+    /// last one sent.
+    pub fn refused_since_sent(&self) -> bool {
+        self.refused
+    }
+
     /// When the path is estimated to have sent every frame in flight (µs): each frame sent
     /// keeps it busy for its bytes at the delivery rate, from when it was sent or the frame
     /// before it was across. Only while large frames queue on the path: the estimate measured
@@ -458,7 +464,7 @@ impl DeliveryRate {
     }
 
     /// The transport's round trip showed a queue within [`RATE_WINDOW_US`].
-    fn queued_lately(&self) -> bool {
+    pub fn queued_lately(&self) -> bool {
         self.queue_seen_at_us
             .is_some_and(|t| self.clock_us.saturating_sub(t) <= RATE_WINDOW_US)
     }

@@ -410,6 +410,16 @@ impl ViewerFlow {
         self.bytes.as_ref().map_or(0, DeliveryRate::clock_us)
     }
 
+    /// The byte budget held a frame back since the last one sent
+    /// ([`DeliveryRate::refused_since_sent`]) on a path that queued lately
+    /// ([`DeliveryRate::queued_lately`]): a bottleneck, not the host's own limits, held it.
+    /// False without a byte budget.
+    pub fn held_by_the_path(&self) -> bool {
+        self.bytes
+            .as_ref()
+            .is_some_and(|b| b.refused_since_sent() && b.queued_lately())
+    }
+
     /// See [`DeliveryRate::unqueued_for`]. False without a byte budget.
     pub fn unqueued_for(&self, watched_us: u64, us: u64, now_us: u64) -> bool {
         self.bytes

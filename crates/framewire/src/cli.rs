@@ -147,8 +147,10 @@ pub struct ServeArgs {
     /// frame that loses more than its recovery shards is not shown), or a stream each (a lost
     /// packet is retransmitted a round trip later; a frame made stale is reset). Keyframes
     /// always take a stream, and so do browsers over WebTransport; frames over 128 KiB do
-    /// unless the path has shown no lasting queue lately (then up to 2 MiB go as datagrams); a
-    /// frame that fits one datagram is followed by its recovery shards 2 ms apart.
+    /// unless the path has shown no lasting queue lately (then up to 2 MiB, and up to twice
+    /// the path's bandwidth-delay product, go as datagrams, but not for 10 s after the
+    /// content outran the path as datagrams); a frame that fits one datagram is followed by
+    /// its recovery shards 2 ms apart.
     #[arg(long, value_enum, default_value_t = QuicFrames::Datagrams, value_name = "HOW")]
     pub quic_frames: QuicFrames,
     /// Daylight-compatible port, for the Daylight Android app (via `adb reverse tcp:8888 tcp:8888`).

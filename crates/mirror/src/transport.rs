@@ -30,7 +30,8 @@ pub struct PathFigures {
     /// spaces them out was full or the connection had closed (their frames went).
     pub recovery_shards_dropped: u64,
     /// Frames the session sent as datagrams (`Transmit::datagrams`) that went on a stream: the
-    /// path took no datagrams then, or the frame could not be split to its datagram size. The
+    /// path took no datagrams then, the frame was larger than the viewer takes as datagrams,
+    /// or it could not be split to the path's datagram size. The
     /// session counts them as datagrams (a large frame chained on one may overtake it, and
     /// then waits for it or is repaired), so they are counted here rather than lost from view.
     pub datagram_fallbacks: u64,

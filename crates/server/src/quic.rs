@@ -275,12 +275,12 @@ impl Datagrams {
     /// A frame the session sent as datagrams goes on a stream instead: counted, and logged
     /// the first time (the session's rule against overtaking a frame on a stream does not
     /// know of it; see [`PathFigures::datagram_fallbacks`]).
-    fn fell_back(&mut self, bytes: usize, why: &str) {
+    fn fell_back(&mut self, peer: std::net::SocketAddr, bytes: usize, why: &str) {
         self.fallbacks += 1;
         if self.fallbacks == 1 {
-            warn!(bytes, why, "a frame meant for datagrams went on a stream");
+            warn!(%peer, bytes, why, "a frame meant for datagrams went on a stream");
         } else {
-            debug!(bytes, why, "a frame meant for datagrams went on a stream");
+            debug!(%peer, bytes, why, "a frame meant for datagrams went on a stream");
         }
     }
 }
@@ -307,11 +307,14 @@ impl<L: FrameLink> QuicTransport<L> {
         if !t.datagrams || t.keyframe {
             return Ok(Some(t));
         }
-        let Some(max) = self.link.quic().max_datagram_size().filter(|_| len <= most) else {
-            d.fell_back(
-                len,
-                "the path takes no datagrams now, or the viewer no unit this large",
-            );
+        let peer = self.link.quic().remote_address();
+        if len > most {
+            // The session's limits are within the viewer's units: not expected.
+            d.fell_back(peer, len, "larger than the viewer takes as datagrams");
+            return Ok(Some(t));
+        }
+        let Some(max) = self.link.quic().max_datagram_size() else {
+            d.fell_back(peer, len, "the path takes no datagrams now");
             return Ok(Some(t));
         };
         d.unit.clear();
@@ -323,7 +326,7 @@ impl<L: FrameLink> QuicTransport<L> {
         let recovery = match shards::split(d.next, &d.unit, max, &mut d.out) {
             Ok(r) => r,
             Err(e) => {
-                d.fell_back(len, &e.to_string());
+                d.fell_back(peer, len, &e.to_string());
                 return Ok(Some(t));
             }
         };

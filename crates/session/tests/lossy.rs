@@ -19,11 +19,11 @@ use framewire_flow::{InflightLimit, Plan, TransportRtt};
 use framewire_proto::v1::AckStatus;
 use framewire_proto::v1::{self, caps};
 use framewire_session::host::{LARGE_DATAGRAMS_QUIET_US, LARGE_DATAGRAMS_WATCH_US};
-use framewire_session::outrun::{OUTRUN_FRAMES, OUTRUN_HOLD_US, OUTRUN_SETTLE_US};
+use framewire_session::outrun::OUTRUN_SETTLE_US;
 use framewire_session::viewer::BASE_WAIT_US;
 use framewire_session::{
-    negotiate, FrameMeta, HostConfig, HostSession, Payload, Shown, SourceFrame, V1Wire,
-    ViewerEvent, ViewerHello, ViewerReader, ViewerSession,
+    negotiate, Event, FrameMeta, HostConfig, HostCount, HostSession, Payload, Shown, SourceFrame,
+    V1Wire, ViewerEvent, ViewerHello, ViewerReader, ViewerSession,
 };
 
 thread_local! {
@@ -980,19 +980,15 @@ fn the_frame_made_against_the_acknowledged_picture_is_not_made_again_for_a_while
     keyframe_then_calm_watch(&mut host, &mut viewer, &frames[0]);
     // The path queues for 100 ms: large frames go on streams for 2 s. Frames 1 to 3 are
     // applied and acknowledged.
-    let queued = TransportRtt {
-        smoothed_us: 60_000,
-        min_us: 20_000,
-    };
     for _ in 0..=10 {
-        assert!(host.window_bound(queued, now()).is_some());
+        assert!(host.window_bound(queued(), now()).is_some());
         set_clock(now() + 10_000);
     }
     let queue_held = now() - 10_000;
     for f in &frames[1..=3] {
         let (p, d, u) = sent_one(&mut host, f);
         assert!(!d && u.len() < 40_000, "{p:?}");
-        set_clock(now() + 2_000);
+        set_clock(now() + 20_000);
         assert_eq!(deliver(&mut host, &mut viewer, &[&u]), [(f.seq, true)]);
     }
     // Frame 4 goes on a stream just before the 2 s are over, and is not yet acknowledged.
@@ -1015,6 +1011,7 @@ fn the_frame_made_against_the_acknowledged_picture_is_not_made_again_for_a_while
         units.push(u);
     }
     let units: Vec<&Vec<u8>> = units.iter().collect();
+    set_clock(now() + 20_000);
     let shown = deliver(&mut host, &mut viewer, &units);
     assert_eq!(shown, [(4, true), (5, true), (6, true), (7, true)]);
     // Applied: the chain on a stream is over, and frame 8, a delta on the acknowledged
@@ -1026,46 +1023,144 @@ fn the_frame_made_against_the_acknowledged_picture_is_not_made_again_for_a_while
     assert!(viewer.picture().equals(&frames[8].grey));
 }
 
-/// Where only one source frame in four can go while large frames go as datagrams (the
-/// content outruns the path), large frames go on streams for `OUTRUN_HOLD_US`: counted from
-/// `OUTRUN_SETTLE_US` after they began to go as datagrams, over `OUTRUN_FRAMES` frames. Then
-/// they go as datagrams again.
+/// A large frame goes as datagrams only within twice the path's bandwidth-delay product: its
+/// datagrams go at once, and more than the path holds in flight overflows a bottleneck's
+/// queue. Here the product is 25.6 kB (12.8 MB/s, measured on the keyframe, over a minimum
+/// RTT of 2 ms, on a small frame), and a delta of 64 kB goes on a stream.
 #[test]
-fn large_frames_go_on_streams_where_the_content_outruns_the_path() {
+fn a_large_frame_beyond_twice_the_product_goes_on_a_stream() {
     set_clock(1_000);
-    // Each delta between frames four apart carries four bands of 10 rows (25.6 kB).
-    let frames = band_frames(145, 10, &[]);
+    // Frame 1 changes 2 000 bytes, frame 2 a band of 100 rows (64 kB).
+    let frames = band_frames(3, 100, &[1]);
     let mut host = host_with(caps::ALL, Some(16 * 1024), Some(2 << 20));
     host.on_path_counters(1_000, 0, now());
     let mut viewer = welcomed_viewer(now());
     keyframe_then_calm_watch(&mut host, &mut viewer, &frames[0]);
-    let interval = 16_667;
-    let start = now();
-    let mut on_streams = Vec::new();
-    for f in frames[..=140].iter().skip(4).step_by(4) {
-        set_clock(start + f.seq * interval);
-        host.window_bound(calm(), now());
-        let (_, d, u) = sent_one(&mut host, f);
-        assert!(u.len() > 16 * 1024, "{}", u.len());
-        if !d {
-            on_streams.push(f.seq);
+    let (_, d1, u1) = sent_one(&mut host, &frames[1]);
+    assert!(d1 && u1.len() < 16 * 1024);
+    set_clock(now() + 2_000);
+    assert_eq!(deliver(&mut host, &mut viewer, &[&u1]), [(1, true)]);
+    let e = host.link_estimate().expect("measured");
+    set_clock(now() + 14_000);
+    let (p2, d2, u2) = sent_one(&mut host, &frames[2]);
+    assert!(u2.len() as u64 > 2 * e.bdp_bytes(), "{} {e:?}", u2.len());
+    assert_eq!((p2, d2), (Plan::Delta, false), "{e:?}");
+    set_clock(now() + 2_000);
+    assert_eq!(deliver(&mut host, &mut viewer, &[&u2]), [(2, true)]);
+    assert!(viewer.picture().equals(&frames[2].grey));
+}
+
+/// A path of 6.4 MB/s (51 Mbit/s) and 40 ms carries fewer than half the frames of a picture
+/// that changes everywhere at 60 fps (256 kB a frame). Where its round trip showed a queue
+/// lately, large frames go on streams once the content is found to outrun it: counted from
+/// `OUTRUN_SETTLE_US` after they began to go as datagrams, over at least `OUTRUN_FRAMES`
+/// frames; and they stay on streams (for `OUTRUN_HOLD_US`: `outrun.rs`'s tests). Where it
+/// showed none, the frames the byte budget held back do not count. Every picture shown is
+/// exact.
+#[test]
+fn large_frames_go_on_streams_where_the_content_outruns_the_path() {
+    for queue in [true, false] {
+        set_clock(1_000);
+        let frames = noise_frames(249);
+        let mut host = host_with(caps::ALL, Some(16 * 1024), Some(2 << 20));
+        host.on_path_counters(1_000, 0, now());
+        let mut viewer = welcomed_viewer(now());
+        let (calm, queued) = (
+            TransportRtt {
+                smoothed_us: 41_000,
+                min_us: 40_000,
+            },
+            TransportRtt {
+                smoothed_us: 200_000,
+                min_us: 40_000,
+            },
+        );
+        let interval = 16_667;
+        let mut path = Bottleneck {
+            rate: 6_400_000,
+            rtt: 40_000,
+            free_at: 0,
+            crossing: VecDeque::new(),
+        };
+        let start = now();
+        assert!(
+            !path.send(&mut host, &frames[0]),
+            "the keyframe on a stream"
+        );
+        let mut on_streams = Vec::new();
+        let mut sent = 0;
+        for seq in 1..=240u64 {
+            set_clock(start + seq * interval);
+            while let Some(u) = path.arrived() {
+                assert!(deliver(&mut host, &mut viewer, &[&u])
+                    .iter()
+                    .all(|&(_, ok)| ok));
+            }
+            // A queue seen once every 1.07 s: it does not last (looks more than 1 s apart),
+            // so large frames may go as datagrams, but the path queued lately.
+            let look = match queue && seq % 64 == 0 {
+                true => queued,
+                false => calm,
+            };
+            host.window_bound(look, now());
+            if !host.can_send(now()) {
+                continue;
+            }
+            sent += 1;
+            if !path.send(&mut host, &frames[seq as usize]) && now() > start + 600_000 {
+                on_streams.push((seq, now()));
+            }
         }
-        set_clock(now() + 20_000);
-        assert_eq!(deliver(&mut host, &mut viewer, &[&u]), [(f.seq, true)]);
+        let outrun_events = std::iter::from_fn(|| host.poll_event())
+            .filter(|e| matches!(e, Event::Count(HostCount::LargeDatagramsOutrun)))
+            .count();
+        assert!(sent < 120, "the path carries fewer than half: {sent}");
+        if !queue {
+            assert_eq!((on_streams.len(), outrun_events), (0, 0), "{on_streams:?}");
+            continue;
+        }
+        // Held once, and from then on every frame went on a stream.
+        assert_eq!(outrun_events, 1, "{on_streams:?}");
+        let (first, held_at) = on_streams[0];
+        assert!(held_at >= start + OUTRUN_SETTLE_US, "{on_streams:?}");
+        assert!(
+            on_streams.len() as u64 >= (240 - first) / 4,
+            "{on_streams:?}"
+        );
+        // The rest arrive, every picture exact (the hold's end: `outrun.rs`'s own tests).
+        for (_, u) in path.crossing.drain(..) {
+            assert!(deliver(&mut host, &mut viewer, &[&u])
+                .iter()
+                .all(|&(_, ok)| ok));
+        }
     }
-    // Frame 8 follows the first large frame as datagrams; from 1 s after it, frames 68 to
-    // 88 are counted, and 88 goes on a stream, as do all after it.
-    let settled = 8 + OUTRUN_SETTLE_US.div_ceil(4 * interval) * 4;
-    let outrun = settled + (OUTRUN_FRAMES as u64 - 1) * 4;
-    assert_eq!(on_streams.first(), Some(&outrun), "{on_streams:?}");
-    assert_eq!(on_streams, (outrun..=140).step_by(4).collect::<Vec<_>>());
-    // Past the hold, they go as datagrams again.
-    set_clock(now() + OUTRUN_HOLD_US);
-    host.window_bound(calm(), now());
-    let (_, d, u) = sent_one(&mut host, &frames[144]);
-    assert!(d, "datagrams again");
-    assert_eq!(deliver(&mut host, &mut viewer, &[&u]), [(144, true)]);
-    assert!(viewer.picture().equals(&frames[144].grey));
+}
+
+/// A path with a bottleneck: a frame leaves it once the one before it has, at `rate` bytes a
+/// second, and its ACK comes `rtt` after.
+struct Bottleneck {
+    rate: u64,
+    rtt: u64,
+    free_at: u64,
+    crossing: VecDeque<(u64, Vec<u8>)>,
+}
+
+impl Bottleneck {
+    /// Plans and sends `f` now: whether it went as datagrams.
+    fn send(&mut self, host: &mut HostSession<V1Wire>, f: &Arc<SourceFrame>) -> bool {
+        let (_, d, u) = sent_one(host, f);
+        self.free_at = self.free_at.max(now()) + u.len() as u64 * 1_000_000 / self.rate;
+        self.crossing.push_back((self.free_at + self.rtt, u));
+        d
+    }
+
+    /// The next frame whose ACK is due by now.
+    fn arrived(&mut self) -> Option<Vec<u8>> {
+        match self.crossing.front() {
+            Some(&(due, _)) if due <= now() => self.crossing.pop_front().map(|(_, u)| u),
+            _ => None,
+        }
+    }
 }
 
 /// Plans and sends `f`: its plan, whether it went as datagrams, and its one unit.
@@ -1104,6 +1199,14 @@ fn keyframe_then_calm_watch(
     assert_eq!(host.window_bound(calm(), now()), None);
     set_clock(now() + LARGE_DATAGRAMS_WATCH_US);
     assert_eq!(host.window_bound(calm(), now()), None);
+}
+
+/// The transport's round trip on a 20 ms path with a queue of 40 ms.
+fn queued() -> TransportRtt {
+    TransportRtt {
+        smoothed_us: 60_000,
+        min_us: 20_000,
+    }
 }
 
 /// The transport's round trip on a 20 ms path without a queue.
