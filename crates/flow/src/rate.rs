@@ -149,6 +149,14 @@ impl LinkEstimate {
         bytes_in(self.rate_bytes_per_s, self.min_rtt_us)
     }
 
+    /// The most a burst sent at once should carry: twice the product over the minimum RTT
+    /// and [`QUEUE_SEEN_MIN_US`] (a queue that small is not taken for one). On a 1 ms path
+    /// twice the product alone (about 220 kB at 800 Mbit/s) put a video's 450 kB frames on
+    /// streams: none went as datagrams in 5 of 8 cells, where 295–418 had.
+    pub fn burst_bytes(&self) -> u64 {
+        2 * bytes_in(self.rate_bytes_per_s, self.min_rtt_us + QUEUE_SEEN_MIN_US)
+    }
+
     /// How long `bytes` take to cross at the delivery rate (µs; 0 before it is measured).
     pub fn time_us(&self, bytes: u64) -> u64 {
         match self.rate_bytes_per_s {
@@ -354,12 +362,6 @@ impl DeliveryRate {
         if self.estimate().budget_bytes > 0 {
             self.refused = true;
         }
-    }
-
-    /// Whether a frame was refused for lack of room ([`DeliveryRate::refused`]) since the
-    /// last one sent.
-    pub fn refused_since_sent(&self) -> bool {
-        self.refused
     }
 
     /// When the path is estimated to have sent every frame in flight (µs): each frame sent

@@ -410,14 +410,10 @@ impl ViewerFlow {
         self.bytes.as_ref().map_or(0, DeliveryRate::clock_us)
     }
 
-    /// The byte budget held a frame back since the last one sent
-    /// ([`DeliveryRate::refused_since_sent`]) on a path that queued lately
-    /// ([`DeliveryRate::queued_lately`]): a bottleneck, not the host's own limits, held it.
-    /// False without a byte budget.
-    pub fn held_by_the_path(&self) -> bool {
-        self.bytes
-            .as_ref()
-            .is_some_and(|b| b.refused_since_sent() && b.queued_lately())
+    /// The transport's round trip showed a queue lately ([`DeliveryRate::queued_lately`]): a
+    /// bottleneck is there. False without a byte budget.
+    pub fn path_queued_lately(&self) -> bool {
+        self.bytes.as_ref().is_some_and(DeliveryRate::queued_lately)
     }
 
     /// See [`DeliveryRate::unqueued_for`]. False without a byte budget.

@@ -307,14 +307,14 @@ impl<L: FrameLink> QuicTransport<L> {
         if !t.datagrams || t.keyframe {
             return Ok(Some(t));
         }
-        let peer = self.link.quic().remote_address();
+        let peer = || self.link.quic().remote_address();
         if len > most {
             // The session's limits are within the viewer's units: not expected.
-            d.fell_back(peer, len, "larger than the viewer takes as datagrams");
+            d.fell_back(peer(), len, "larger than the viewer takes as datagrams");
             return Ok(Some(t));
         }
         let Some(max) = self.link.quic().max_datagram_size() else {
-            d.fell_back(peer, len, "the path takes no datagrams now");
+            d.fell_back(peer(), len, "the path takes no datagrams now");
             return Ok(Some(t));
         };
         d.unit.clear();
@@ -326,7 +326,7 @@ impl<L: FrameLink> QuicTransport<L> {
         let recovery = match shards::split(d.next, &d.unit, max, &mut d.out) {
             Ok(r) => r,
             Err(e) => {
-                d.fell_back(peer, len, &e.to_string());
+                d.fell_back(peer(), len, &e.to_string());
                 return Ok(Some(t));
             }
         };

@@ -95,9 +95,10 @@ pub struct HostConfig {
     /// path that does not queue has no bottleneck for the burst of a large frame's datagrams
     /// to overflow, and there a frame of hundreds of packets no longer waits a round trip for
     /// the one it lost. Elsewhere they go on streams, whose lost packets QUIC sends again
-    /// (BENCHMARKS.md, "Large frames as datagrams where the path does not queue"), and for
-    /// [`crate::outrun::OUTRUN_HOLD_US`] after the content outran the path while they went as
-    /// datagrams ([`crate::outrun`]).
+    /// (BENCHMARKS.md, "Large frames as datagrams where the path does not queue"), and so do
+    /// frames larger than twice the path's bandwidth-delay product
+    /// (`HostSession::within_the_window`), and all for [`crate::outrun::OUTRUN_HOLD_US`] after
+    /// the content outran the path while they went as datagrams ([`crate::outrun`]).
     pub large_datagrams_up_to: Option<u64>,
 }
 
@@ -272,7 +273,8 @@ struct Retained {
     /// The seq of the last frame sent on a stream.
     stream_seq: Option<u64>,
     /// The last frame went on a stream though it could have gone as datagrams were they
-    /// allowed (a delta up to `large_datagrams_up_to`).
+    /// allowed (a delta up to `large_datagrams_up_to` and within twice the path's
+    /// bandwidth-delay product).
     last_large_fits: bool,
     /// When a frame was last made against the acknowledged picture to bring large frames
     /// back to datagrams: at most once every [`LARGE_DATAGRAMS_QUIET_US`], since that frame
@@ -630,12 +632,12 @@ impl<W: Wire> HostSession<W> {
         let mut bases = self.bases.bases(f);
         let now = self.flow.clock_us().max(f.capture_us);
         if let Some(last) = self.flow.last_planned().filter(|&l| l < f.seq) {
-            // The frames passed over since the last one count only where the byte budget held
-            // them back on a path that queued lately: a bottleneck, not the frame limit (at
-            // most 1000 / RTT in ms frames in flight), a viewer slow to apply, or an estimate
-            // still growing on a long round trip (at 200 ms and 1 %, without the queue, the
-            // rule acted once in 30 s, and had acted three times without either).
-            let spanned = match self.flow.held_by_the_path() {
+            // The frames passed over since the last one count only on a path that queued
+            // lately: there a bottleneck holds them back, elsewhere the frame limit (at most
+            // 1000 / RTT in ms frames in flight), a viewer slow to apply, or a budget still
+            // growing on a long round trip (at 200 ms and 1 %, counting every frame passed
+            // over, the rule acted three times in 30 s).
+            let spanned = match self.flow.path_queued_lately() {
                 true => f.seq - last,
                 false => 1,
             };
@@ -827,19 +829,21 @@ impl<W: Wire> HostSession<W> {
     }
 
     /// A large frame goes as datagrams only if it is no larger than twice the path's
-    /// bandwidth-delay product, as estimated: the window the host bounds QUIC's to where the
-    /// path queues. Its datagrams go at once, where a larger frame's overflow a bottleneck's
-    /// queue before its first ACK can slow them. A colour Mandelbrot zoom of 1.5 MB a frame
+    /// bandwidth-delay product, as estimated, over the minimum RTT and 5 ms
+    /// (`framewire_flow::LinkEstimate::burst_bytes`): about the window the host bounds
+    /// QUIC's to where the path queues. Its datagrams go at once, where a larger frame's
+    /// overflow a bottleneck's queue before its first ACK can slow them. A colour Mandelbrot zoom of 1.5 MB a frame
     /// at 50 Mbit/s (2 × BDP: 250 kB at 20 ms), whose large frames went as datagrams now and
     /// then where the queue under the bound did not last, lost 634–2078 packets to the rate
     /// limit a run and showed 1.0–2.2 pictures a second against TCP's 3.3–3.8 (BENCHMARKS.md,
     /// "Large datagrams where the content outruns the path"). On a lossy unlimited path the
     /// product stays above the video's 450 kB even where streams held the estimate down (37
-    /// Mbit/s at 80 ms and 5 %: 740 kB).
+    /// Mbit/s at 80 ms and 5 %: 790 kB), and at 1 ms the 5 ms keep it there (without them, 220
+    /// kB). Before the first estimate, no large frame goes as datagrams.
     fn within_the_window(&self, bytes: u64) -> bool {
         self.flow
             .link_estimate()
-            .is_some_and(|e| bytes <= 2 * e.bdp_bytes())
+            .is_some_and(|e| bytes <= e.burst_bytes())
     }
 
     /// Frames over [`HostConfig::datagrams_up_to`] may go as datagrams at `now`: the

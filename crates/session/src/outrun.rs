@@ -17,19 +17,20 @@
 //! of the source's frames go (45–60 of 60 a second); on a path slower than the content, only
 //! as many go as the rate carries (14 of 60 at 50 Mbit/s). Counted over the frames that go as
 //! datagrams, the measure is the path's, not the loss's: streams held up by lost packets
-//! pass frames over on any path, so the frames sent on them are not counted. The host counts
-//! the frames passed over only where its byte budget held them back on a path whose round
-//! trip showed a queue lately (`framewire_flow::ViewerFlow::held_by_the_path`): the frame
-//! limit (at most 1000 / RTT in ms frames in flight, under 30 a second beyond a 170 ms round
-//! trip), a viewer slow to apply, or a budget still growing with its estimate on a long round
-//! trip would look like a slow path otherwise (an unlimited 200 ms path with 1 % loss: the
-//! rule acted three times in 30 s counting every frame passed over, and 6.2 pictures a second
-//! were shown against 16.7 where it acted once). Nor are those
+//! pass frames over on any path, so the frames sent on them are not counted. Nor are those
 //! of the first [`OUTRUN_SETTLE_US`] after large frames began to go as datagrams: the host's
 //! estimate of the path, made on streams held up by lost packets, then still bounds what it
 //! sends, and grows a few round trips at a time. Counted from the first, the rule found an
 //! unlimited path at 80 ms with 1 % and 5 % loss outrun within six frames, and the video fell
 //! to 24.7 and 11.2 pictures a second (one run each).
+//!
+//! The host counts frames passed over only on a path whose round trip showed a queue lately
+//! (`framewire_flow::ViewerFlow::path_queued_lately`), where a bottleneck holds them back.
+//! Elsewhere the frame limit (at most 1000 / RTT in ms frames in flight, under 30 a second
+//! beyond a 170 ms round trip), a viewer slow to apply, or a budget still growing on a long
+//! round trip would look like a slow path: on an unlimited 200 ms path with 1 % loss the rule
+//! acted three times in 30 s counting every frame passed over, and 6.2 pictures a second were
+//! shown, against 16.7 where it acted once, counting only those the byte budget held back.
 
 use std::collections::VecDeque;
 
