@@ -24,6 +24,6 @@ pub use clock_offset::ClockOffset;
 pub use limit::InflightLimit;
 pub use loss::LossWatch;
 pub use ping::PingSchedule;
-pub use rate::{DeliveryRate, LinkEstimate, TransportRtt};
+pub use rate::{DeliveryRate, LinkEstimate, TransportRtt, RATE_WINDOW_US};
 pub use rebase_cost::{RebaseCost, COSTLY_US};
 pub use viewer::{AckOutcome, Bases, FrameInfo, Plan, ViewerFlow, ViewerFlowStats};

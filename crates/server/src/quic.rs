@@ -62,8 +62,9 @@ const KEEP_UNRESET: usize = 2;
 const DATAGRAM_UNIT_MAX: usize = 128 * 1024;
 /// Frames up to this size may go as datagrams to a viewer that declared
 /// [`caps::LARGE_FRAME_DATAGRAMS`] (it takes units of up to [`shards::MAX_LARGE_UNIT`]),
-/// where the path has not queued lately.
-const LARGE_DATAGRAM_UNIT_MAX: usize = 2 * 1024 * 1024;
+/// where the path has not queued lately: 2 MiB, the rest of such a unit is room for what
+/// precedes a frame on its stream.
+const LARGE_DATAGRAM_UNIT_MAX: usize = shards::MAX_LARGE_UNIT - 64 * 1024;
 /// How long a new connection has to open its control stream (or, for WebTransport, to ask
 /// for its session).
 pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -272,6 +273,14 @@ async fn send_spaced(conn: quinn::Connection, mut rx: tokio::sync::mpsc::Receive
 }
 
 impl Datagrams {
+    /// The largest frame this viewer takes as datagrams.
+    fn most(&self) -> usize {
+        match self.large {
+            true => LARGE_DATAGRAM_UNIT_MAX,
+            false => DATAGRAM_UNIT_MAX,
+        }
+    }
+
     /// A frame the session sent as datagrams goes on a stream instead: counted, and logged
     /// the first time (the session's rule against overtaking a frame on a stream does not
     /// know of it; see [`PathFigures::datagram_fallbacks`]).
@@ -300,10 +309,7 @@ impl<L: FrameLink> QuicTransport<L> {
         let Some(d) = self.datagrams.as_mut() else {
             return Ok(Some(t));
         };
-        let most = match d.large {
-            true => LARGE_DATAGRAM_UNIT_MAX,
-            false => DATAGRAM_UNIT_MAX,
-        };
+        let most = d.most();
         if !t.datagrams || t.keyframe {
             return Ok(Some(t));
         }
@@ -425,7 +431,7 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
         self.datagrams
             .as_ref()
             .filter(|d| d.large)
-            .map(|_| LARGE_DATAGRAM_UNIT_MAX as u64)
+            .map(|d| d.most() as u64)
     }
 
     fn bound_window(&mut self, bytes: Option<u64>) {

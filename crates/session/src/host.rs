@@ -106,7 +106,7 @@ pub struct HostConfig {
 /// (`framewire_flow::DeliveryRate::unqueued_for`) for this long (µs): as long as the
 /// window bound is kept after any queue seen (`framewire_flow::RATE_WINDOW_US`), but counted
 /// from the last queue that lasted.
-pub const LARGE_DATAGRAMS_QUIET_US: u64 = 2_000_000;
+pub const LARGE_DATAGRAMS_QUIET_US: u64 = framewire_flow::RATE_WINDOW_US;
 /// ... and only once the transport's round trip has been watched for this long (µs): before
 /// its queue is first seen, a large frame's datagrams burst into a slow path's queue (at
 /// 10 Mbit/s, 0–4 frames a cell at the start, without this).
