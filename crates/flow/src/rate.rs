@@ -187,6 +187,10 @@ pub struct DeliveryRate {
     refused: bool,
     /// When the last ACK of a frame sent while frames were refused came.
     path_sample_at_us: Option<u64>,
+    /// When the last rate sample that can bound a window came: one of a frame sent while
+    /// frames were refused, or of one at least [`WINDOW_BOUND_FLOOR`] long
+    /// ([`DeliveryRate::window_bound`]).
+    bound_sample_at_us: Option<u64>,
     /// How long the viewer held each of the last [`HOLDS`] frames before its ACK (µs).
     holds: VecDeque<u64>,
     /// How long the next frame takes to make before it can go ([`DeliveryRate::set_make_lead`]).
@@ -281,6 +285,9 @@ impl DeliveryRate {
         let at = self.delivered_at_us;
         if s.limited {
             self.path_sample_at_us = Some(at);
+        }
+        if s.limited || s.bytes >= WINDOW_BOUND_FLOOR {
+            self.bound_sample_at_us = Some(at);
         }
         // Over the longer of the ACKs' span and the sends' span, as BBR takes a rate sample:
         // frames sent long before this one but acknowledged after it was sent (they crossed
@@ -377,6 +384,11 @@ impl DeliveryRate {
         self.busy_with(&self.estimate())
     }
 
+    /// When the path was estimated, as the last frame sent went, to have carried it (µs).
+    pub(crate) fn last_across_us(&self) -> Option<u64> {
+        self.sent.back().map(|s| s.across_us)
+    }
+
     /// [`DeliveryRate::path_busy_until_us`] under the estimate `e`.
     pub(crate) fn busy_with(&self, e: &LinkEstimate) -> Option<u64> {
         let measured = self.path_measured();
@@ -411,6 +423,15 @@ impl DeliveryRate {
     /// to twice that product, a video at 80 ms and 1 % loss went from 24 to 9 pictures a
     /// second.
     ///
+    /// `None` too until a rate sample within [`RATE_WINDOW_US`] of the last came from a frame that can
+    /// show the path: one sent while frames were refused, or one at least
+    /// [`WINDOW_BOUND_FLOOR`] long. A small frame's sample is the content's rate, however the
+    /// path queues. At the start of a colour Mandelbrot zoom at 50 Mbit/s, the first ACK was
+    /// of a frame of a few hundred bytes while the first keyframe's burst showed a queue: the
+    /// window was bounded to the floor, the next frame (1.7 MB) took 1.4 s to cross under it,
+    /// its sample (10 Mbit/s) kept the bound low for two seconds more, and the viewer's p99
+    /// over the next 6 s was 1.8 s.
+    ///
     /// The transport's own minimum round trip (`rtt.min_us`, 0: none) counts
     /// toward the minimum RTT (where the pings' is more than twice it) once a ping has come
     /// back: before any ACK, quinn reports its initial guess (333 ms). It is the connection's
@@ -441,8 +462,11 @@ impl DeliveryRate {
                 self.queue_held_at_us = Some(now);
             }
         }
-        self.queued_lately()
-            .then(|| (2 * e.bdp_bytes()).max(WINDOW_BOUND_FLOOR))
+        // Among the samples the estimate is made of (as in `path_measured`).
+        let sampled = self
+            .bound_sample_at_us
+            .is_some_and(|t| self.delivered_at_us.saturating_sub(t) <= RATE_WINDOW_US);
+        (sampled && self.queued_lately()).then(|| (2 * e.bdp_bytes()).max(WINDOW_BOUND_FLOOR))
     }
 
     /// Whether the transport's round trip has been watched ([`DeliveryRate::window_bound`])
@@ -680,6 +704,35 @@ mod tests {
     }
 
     #[test]
+    fn a_small_frame_sample_does_not_bound_the_window() {
+        // 50 Mbit/s, 20 ms. The first ACK is of a frame of 300 bytes: its sample is the
+        // content's rate, not the path's, though the first keyframe's burst showed a queue.
+        let (rate, rtt) = (6_250_000u64, 20_000u64);
+        let mut d = DeliveryRate::default();
+        d.on_path_rtt(rtt, 0);
+        d.on_sent(0, 300, 1_000);
+        d.on_ack(0, 1_000 + rtt);
+        let queued = TransportRtt::smoothed(3 * rtt);
+        assert_eq!(d.window_bound(queued, 30_000), None, "{:?}", d.estimate());
+        // A frame of 1.5 MB crosses at the path's rate: now the bound is twice its product.
+        let (frame, at) = (1_500_000u64, 40_000u64);
+        d.on_sent(1, frame, at);
+        let acked = at + frame * 1_000_000 / rate + rtt;
+        d.on_ack(1, acked);
+        let bound = d
+            .window_bound(queued, acked)
+            .expect("a sample that shows the path");
+        let e = d.estimate();
+        assert_eq!(bound, 2 * e.bdp_bytes(), "{e:?}");
+        assert!(bound > WINDOW_BOUND_FLOOR, "{bound}: {e:?}");
+        // Two seconds on, with only small frames' samples since, no bound again.
+        let later = acked + RATE_WINDOW_US + 1;
+        d.on_sent(2, 300, later);
+        d.on_ack(2, later + rtt);
+        assert_eq!(d.window_bound(queued, later + rtt), None);
+    }
+
+    #[test]
     fn the_transport_window_is_bounded_where_the_path_queues() {
         // 10 Mbit/s, 80 ms, frames of 100 kB at 60 fps: the path limits what is sent.
         let (rate, rtt) = (1_250_000u64, 80_000u64);
@@ -726,11 +779,19 @@ mod tests {
             d.window_bound(TransportRtt::smoothed(80_000 + 39_000), t),
             None
         );
-        // A queue says the path limits, measured or not.
+        // A queue says the path limits, measured or not; but frames of 10 kB, under the
+        // floor, show only the content's rate, and no bound is set from it.
+        assert_eq!(
+            d.window_bound(TransportRtt::smoothed(80_000 + 41_000), t),
+            None
+        );
+        assert!(d.path_limits());
+        // Frames of 100 kB on the same path: the queue bounds the window.
+        let (_, _, _, mut d) = drive_held(12_500_000, 80_000, 100_000, 16_000, 4, 0);
+        assert!(!d.path_measured());
         assert!(d
             .window_bound(TransportRtt::smoothed(80_000 + 41_000), t)
             .is_some());
-        assert!(d.path_limits());
     }
 
     /// On QUIC a ping can wait behind a frame's stream already started: over a slow link
