@@ -428,9 +428,9 @@ impl DeliveryRate {
     /// [`WINDOW_BOUND_FLOOR`] long. A small frame's sample is the content's rate, however the
     /// path queues. At the start of a colour Mandelbrot zoom at 50 Mbit/s, the first ACK was
     /// of a frame of a few hundred bytes while the first keyframe's burst showed a queue: the
-    /// window was bounded to the floor, the next frame (1.7 MB) took 1.4 s to cross under it,
-    /// its sample (10 Mbit/s) kept the bound low for two seconds more, and the viewer's p99
-    /// over the next 6 s was 1.8 s.
+    /// window was bounded to the floor, the next two frames (1.7 and 1.6 MB) were
+    /// acknowledged 1.4 and 1.8 s after they went, their samples (10 and 13 Mbit/s) kept the
+    /// bound low for two seconds more, and the viewer's p99 over the next 6 s was 1.9 s.
     ///
     /// The transport's own minimum round trip (`rtt.min_us`, 0: none) counts
     /// toward the minimum RTT (where the pings' is more than twice it) once a ping has come
