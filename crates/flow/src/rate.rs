@@ -187,8 +187,8 @@ pub struct DeliveryRate {
     refused: bool,
     /// When the last ACK of a frame sent while frames were refused came.
     path_sample_at_us: Option<u64>,
-    /// When the last rate sample that can bound a window came: one of a frame sent while
-    /// frames were refused, or of one at least [`WINDOW_BOUND_FLOOR`] long
+    /// When the last rate sample that can bound a window for large frames came: one of a
+    /// frame sent while frames were refused, or of one at least [`WINDOW_BOUND_FLOOR`] long
     /// ([`DeliveryRate::window_bound`]).
     bound_sample_at_us: Option<u64>,
     /// How long the viewer held each of the last [`HOLDS`] frames before its ACK (µs).
@@ -384,7 +384,7 @@ impl DeliveryRate {
         self.busy_with(&self.estimate())
     }
 
-    /// When the path was estimated, as the last frame sent went, to have carried it (µs).
+    /// When the last frame sent was estimated, as it went, to be across the path (µs).
     pub(crate) fn last_across_us(&self) -> Option<u64> {
         self.sent.back().map(|s| s.across_us)
     }
@@ -423,14 +423,18 @@ impl DeliveryRate {
     /// to twice that product, a video at 80 ms and 1 % loss went from 24 to 9 pictures a
     /// second.
     ///
-    /// `None` too until a rate sample within [`RATE_WINDOW_US`] of the last came from a frame that can
-    /// show the path: one sent while frames were refused, or one at least
-    /// [`WINDOW_BOUND_FLOOR`] long. A small frame's sample is the content's rate, however the
-    /// path queues. At the start of a colour Mandelbrot zoom at 50 Mbit/s, the first ACK was
-    /// of a frame of a few hundred bytes while the first keyframe's burst showed a queue: the
-    /// window was bounded to the floor, the next two frames (1.7 and 1.6 MB) were
-    /// acknowledged 1.4 and 1.8 s after they went, their samples (10 and 13 Mbit/s) kept the
-    /// bound low for two seconds more, and the viewer's p99 over the next 6 s was 1.9 s.
+    /// Where one of the last frames sent is at least [`WINDOW_BOUND_FLOOR`] long, `None` too
+    /// until one of the rate samples the estimate is made of (those of the [`RATE_WINDOW_US`]
+    /// before the last ACK) came from such a frame, or from one sent while frames were
+    /// refused. A frame under the floor crosses whole within the floor's bound, whatever the
+    /// estimate; a larger one crosses at a rate set by the bound, and a small frame's sample
+    /// is the content's rate, however the path queues. At the start of a colour Mandelbrot
+    /// zoom at 50 Mbit/s, the first ACK was of a frame of a few hundred bytes while the first
+    /// keyframe's burst showed a queue: the window was bounded to the floor, the next two
+    /// frames (1.7 and 1.6 MB) were acknowledged 1.4 and 1.8 s after they went, their samples
+    /// (10 and 13 Mbit/s) kept the bound low for two seconds more, and the viewer's p99 over
+    /// the next 6 s was 1.9 s. The size screens out tiny frames and no more: a frame of `b`
+    /// bytes sent alone samples `b / (b / rate + RTT)`, under the path's rate.
     ///
     /// The transport's own minimum round trip (`rtt.min_us`, 0: none) counts
     /// toward the minimum RTT (where the pings' is more than twice it) once a ping has come
@@ -463,9 +467,11 @@ impl DeliveryRate {
             }
         }
         // Among the samples the estimate is made of (as in `path_measured`).
-        let sampled = self
-            .bound_sample_at_us
-            .is_some_and(|t| self.delivered_at_us.saturating_sub(t) <= RATE_WINDOW_US);
+        let large = self.frames.iter().any(|&b| b >= WINDOW_BOUND_FLOOR);
+        let sampled = !large
+            || self
+                .bound_sample_at_us
+                .is_some_and(|t| self.delivered_at_us.saturating_sub(t) <= RATE_WINDOW_US);
         (sampled && self.queued_lately()).then(|| (2 * e.bdp_bytes()).max(WINDOW_BOUND_FLOOR))
     }
 
@@ -704,21 +710,23 @@ mod tests {
     }
 
     #[test]
-    fn a_small_frame_sample_does_not_bound_the_window() {
-        // 50 Mbit/s, 20 ms. The first ACK is of a frame of 300 bytes: its sample is the
-        // content's rate, not the path's, though the first keyframe's burst showed a queue.
+    fn a_small_frame_sample_does_not_bound_the_window_for_large_frames() {
+        // 50 Mbit/s, 20 ms. A keyframe of 3 MB goes, then a frame of 300 bytes whose ACK comes
+        // first and passes the keyframe: its sample is the content's rate, not the path's,
+        // though the keyframe's burst showed a queue.
         let (rate, rtt) = (6_250_000u64, 20_000u64);
         let mut d = DeliveryRate::default();
         d.on_path_rtt(rtt, 0);
-        d.on_sent(0, 300, 1_000);
-        d.on_ack(0, 1_000 + rtt);
+        d.on_sent(0, 3_000_000, 1_000);
+        d.on_sent(1, 300, 1_000);
+        d.on_ack(1, 1_000 + rtt);
         let queued = TransportRtt::smoothed(3 * rtt);
         assert_eq!(d.window_bound(queued, 30_000), None, "{:?}", d.estimate());
         // A frame of 1.5 MB crosses at the path's rate: now the bound is twice its product.
         let (frame, at) = (1_500_000u64, 40_000u64);
-        d.on_sent(1, frame, at);
+        d.on_sent(2, frame, at);
         let acked = at + frame * 1_000_000 / rate + rtt;
-        d.on_ack(1, acked);
+        d.on_ack(2, acked);
         let bound = d
             .window_bound(queued, acked)
             .expect("a sample that shows the path");
@@ -727,8 +735,8 @@ mod tests {
         assert!(bound > WINDOW_BOUND_FLOOR, "{bound}: {e:?}");
         // Two seconds on, with only small frames' samples since, no bound again.
         let later = acked + RATE_WINDOW_US + 1;
-        d.on_sent(2, 300, later);
-        d.on_ack(2, later + rtt);
+        d.on_sent(3, 300, later);
+        d.on_ack(3, later + rtt);
         assert_eq!(d.window_bound(queued, later + rtt), None);
     }
 
@@ -779,14 +787,13 @@ mod tests {
             d.window_bound(TransportRtt::smoothed(80_000 + 39_000), t),
             None
         );
-        // A queue says the path limits, measured or not; but frames of 10 kB, under the
-        // floor, show only the content's rate, and no bound is set from it.
-        assert_eq!(
-            d.window_bound(TransportRtt::smoothed(80_000 + 41_000), t),
-            None
-        );
+        // A queue says the path limits, measured or not: frames of 10 kB, under the floor,
+        // cross whole within a bound set from their own rate.
+        assert!(d
+            .window_bound(TransportRtt::smoothed(80_000 + 41_000), t)
+            .is_some());
         assert!(d.path_limits());
-        // Frames of 100 kB on the same path: the queue bounds the window.
+        // Frames of 100 kB on the same path, whose samples say more: the queue bounds it too.
         let (_, _, _, mut d) = drive_held(12_500_000, 80_000, 100_000, 16_000, 4, 0);
         assert!(!d.path_measured());
         assert!(d

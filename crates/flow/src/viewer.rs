@@ -204,7 +204,8 @@ pub enum AckOutcome {
     Unknown,
 }
 
-/// A stall probe sent and not yet acknowledged ([`ViewerFlow::stall_probe_at`]).
+/// The last stall probe sent, until an ACK of it or of a later frame
+/// ([`ViewerFlow::stall_probe_at`]; ignored once it is no longer in flight).
 #[derive(Debug, Clone, Copy)]
 struct ProbeCrossing {
     seq: u64,
@@ -273,7 +274,8 @@ pub struct ViewerFlow {
 /// or more to cross), or takes longer to cross a path that limits what is sent
 /// ([`DeliveryRate::path_limits`]) than [`PROBE_EVERY_US`], a
 /// stall is more likely a frame still crossing than a blackout, and a newer probe would only
-/// supersede one about to arrive: one budget of probes is all it gets.
+/// supersede one about to arrive: one budget of probes is all it gets, and each such probe
+/// waits until the one before it is overdue itself ([`ViewerFlow::stall_probe_at`]).
 /// A probe needs none of the frames lost in the blackout, and
 /// the transport gives up on those (see [`ViewerFlow::with_stall_probes`]). The first probe to
 /// cross when the path comes back makes the picture exact. Without probes, the viewer waits
@@ -412,7 +414,7 @@ impl ViewerFlow {
     /// timeout. No more than that: where probes were taken for a stall on a slow path
     /// (10 Mbit/s, frames of 400 kB), a window grown with every probe reached megabytes, and
     /// the path's queue dropped thousands of packets (a trace of a build not kept). `None`
-    /// without a byte budget, or where the path has not queued lately.
+    /// without a byte budget, or where [`DeliveryRate::window_bound`] sets none.
     pub fn window_bound(&mut self, rtt: TransportRtt, now_us: u64) -> Option<u64> {
         let bound = self.bytes.as_mut()?.window_bound(rtt, now_us)?;
         Some(bound + self.probe_bytes.min(bound))
@@ -536,15 +538,17 @@ impl ViewerFlow {
         };
         let across = b.oldest_across_us(oldest, &e).max(queued);
         let overdue = e.min_rtt_us + b.viewer_hold_us() + STALL_AFTER_US;
-        // A probe still unacknowledged that takes longer than the time between probes to
-        // cross a path that limits: the next waits until it is overdue itself, as a frame
-        // would be, so no two such probes cross at once (ACKs end a stall, not its probes: a
-        // probe sent before an ACK may still be crossing after it). A Mandelbrot zoom at
-        // 50 Mbit/s and 1 % loss, frames of 1.4 MB (270 ms to cross), had sent six probes
-        // in 630 ms for two frames that were slow, not lost: 8.7 MB in flight, 1.7 s at
-        // the path's rate.
+        // A probe still in flight that takes longer than the time between probes to cross a
+        // path that limits: the next waits until it is overdue itself, as a frame would be,
+        // so no two such probes cross at once. An ACK of an older frame ends the stall, not
+        // the probe's crossing. A Mandelbrot zoom at 50 Mbit/s and 1 % loss, frames of 1.4
+        // MB (270 ms to cross at the estimated 42 Mbit/s), had sent six probes in 630 ms for
+        // two frames that were slow, not lost: 8.7 MB in flight, 1.7 s at that rate.
+        let in_flight = |seq| self.inflight.iter().any(|&(s, _)| s == seq);
         let after_probe = match self.probe_crossing {
-            Some(p) if b.path_limits() && e.time_us(p.bytes) > PROBE_EVERY_US => {
+            Some(p)
+                if in_flight(p.seq) && b.path_limits() && e.time_us(p.bytes) > PROBE_EVERY_US =>
+            {
                 p.across_us + overdue
             }
             _ => 0,
@@ -1240,14 +1244,17 @@ mod tests {
     }
 
     /// Runs the video at 80 ms for 3 s; then the path goes dark and frames of 400 kB are
-    /// offered for 4 s more, each made against the acknowledged picture. Returns when each
-    /// probe went, the estimate as the path went dark, and whether the path was measured then.
-    fn video_then_dark() -> (Vec<u64>, LinkEstimate, bool) {
+    /// offered for 4 s more, each made against the acknowledged picture. With `ack_older`,
+    /// the oldest frame in flight is acknowledged just after the first probe (it was slow,
+    /// not lost). Returns when each probe went, the estimate as the path went dark, and
+    /// whether the path was measured then.
+    fn video_then_dark(ack_older: bool) -> (Vec<u64>, LinkEstimate, bool) {
         let mut v = flow().with_byte_budget().with_stall_probes();
         let (mut now, mut seq, acks) = run_video_at_80ms(&mut v, 3);
         let last = acks.front().map_or(seq - 1, |&(_, s)| s - 1);
         let e = v.link_estimate().expect("a byte budget");
         let measured = v.bytes.as_ref().is_some_and(DeliveryRate::path_measured);
+        let acks_before = v.stats().acks;
         let mut probes = Vec::new();
         for _ in 0..240 {
             if v.can_send(now) {
@@ -1256,6 +1263,10 @@ mod tests {
                     probes.push(now);
                 }
                 v.on_sent(seq, 400_000, now);
+                if ack_older && probes.len() == 1 && v.stats().acks == acks_before {
+                    let &(oldest, _) = v.inflight.front().expect("frames in flight");
+                    v.on_ack(oldest, now + FRAME_US / 2);
+                }
             }
             seq += 1;
             now += FRAME_US;
@@ -1268,7 +1279,7 @@ mod tests {
     /// one before: one budget of them, then none until an ACK.
     #[test]
     fn probes_longer_than_their_spacing_on_a_measured_path_stop_after_one_budget() {
-        let (probes, e, measured) = video_then_dark();
+        let (probes, e, measured) = video_then_dark(false);
         assert!(
             2 * 400_000 <= e.budget_bytes,
             "under half the budget each: {e:?}"
@@ -1286,16 +1297,21 @@ mod tests {
     /// delivery rate and a round trip and the stall's margin passed, not a probe interval
     /// after it (probes of a Mandelbrot zoom's 1.4 MB frames had gone 36 and 73 ms apart).
     #[test]
-    fn a_probe_slower_than_their_spacing_waits_until_the_one_before_is_overdue() {
-        let (probes, e, _) = video_then_dark();
-        let crossing = e.time_us(400_000);
-        assert!(crossing > PROBE_EVERY_US, "{e:?}");
-        assert!(probes.len() >= 2, "{probes:?}: {e:?}");
-        for w in probes.windows(2) {
-            assert!(
-                w[1] - w[0] >= crossing + e.min_rtt_us + STALL_AFTER_US,
-                "{probes:?}, {e:?}"
-            );
+    fn a_probe_slower_than_the_probe_spacing_delays_the_next_until_it_is_overdue() {
+        // An ACK of an older frame after the first probe ends the stall, not the probe's
+        // crossing: the rule holds either way.
+        for ack_older in [false, true] {
+            let (probes, e, measured) = video_then_dark(ack_older);
+            assert!(measured, "{e:?}");
+            let crossing = e.time_us(400_000);
+            assert!(crossing > PROBE_EVERY_US, "{e:?}");
+            assert!(probes.len() >= 2, "{probes:?}: {e:?}");
+            for w in probes.windows(2) {
+                assert!(
+                    w[1] - w[0] >= crossing + e.min_rtt_us + STALL_AFTER_US,
+                    "ACK of an older frame: {ack_older}; {probes:?}, {e:?}"
+                );
+            }
         }
     }
 

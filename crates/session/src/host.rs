@@ -569,8 +569,9 @@ impl<W: Wire> HostSession<W> {
     }
 
     /// The most the transport's congestion window should allow in flight, given the
-    /// transport's round trip, at `now`, where the path queued lately, with room
-    /// for the stall probes since the last ACK (`None`: no bound). See
+    /// transport's round trip, at `now`, where the path queued lately (and, for large
+    /// frames, a large frame's ACK measured it), with room for the stall probes since the
+    /// last ACK (`None`: no bound). See
     /// `framewire_flow::ViewerFlow::window_bound`.
     pub fn window_bound(&mut self, rtt: framewire_flow::TransportRtt, now: u64) -> Option<u64> {
         self.flow.window_bound(rtt, now)
