@@ -221,6 +221,22 @@ pub struct HostSession<W: Wire> {
     bases: Retained,
 }
 
+/// How the last frame sent to a viewer went (for the rules that look back at it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum LastSent {
+    /// None yet, a keyframe, or a frame to a viewer that takes no datagrams.
+    #[default]
+    Other,
+    /// As datagrams; `large`: over `datagrams_up_to`.
+    Datagrams { large: bool },
+    /// A delta on a stream though the viewer takes datagrams (too large for them, or large
+    /// where the path queued lately): it crossed on a stream of its own, where QUIC sends its
+    /// lost packets again. `fits`: it could have gone as datagrams were large ones allowed
+    /// (up to `large_datagrams_up_to` and within the size limit,
+    /// `HostSession::within_the_window`).
+    DeltaOnStream { fits: bool },
+}
+
 /// What a host keeps for a viewer whose deltas name their base: the frame whose picture the
 /// viewer will hold once everything sent arrives, the frames in flight, and the newest one it
 /// acknowledged applying.
@@ -272,24 +288,15 @@ struct Retained {
     chain_on_stream: bool,
     /// The seq of the last frame sent on a stream.
     stream_seq: Option<u64>,
-    /// The last frame went on a stream though it could have gone as datagrams were they
-    /// allowed (a delta up to `large_datagrams_up_to` and within twice the path's
-    /// bandwidth-delay product).
-    last_large_fits: bool,
+    /// How the last frame sent went.
+    last_sent: LastSent,
     /// When a frame was last made against the acknowledged picture to bring large frames
     /// back to datagrams: at most once every [`LARGE_DATAGRAMS_QUIET_US`], since that frame
     /// may itself go on a stream (over 2 MiB) and hold them off again.
     forced_at: Option<u64>,
-    last_as_datagrams: bool,
-    /// The last frame sent went as datagrams though over `datagrams_up_to`.
-    last_large_as_datagrams: bool,
     /// The frames sent after large ones went as datagrams: whether the path carries the
     /// content ([`OutrunWatch`]).
     outrun: OutrunWatch,
-    /// The last frame sent was a delta that went on a stream though the viewer takes
-    /// datagrams (too large for them, or large where the path queued lately): it crossed on a
-    /// stream of its own, where QUIC sends its lost packets again.
-    last_large_on_stream: bool,
     frame_lost_at: Option<u64>,
     /// The seq of the last frame planned when the transport last counted a loss.
     loss_before: u64,
@@ -513,11 +520,13 @@ impl<W: Wire> HostSession<W> {
         // for made-good packets) such frames chain as costly ones do; with no loss lately, a
         // large frame queued or an ACK late still brings the acknowledged picture back (the
         // rule below), as on a slow link.
-        let chain_as_costly =
-            b.rebase_cost.costly() || (b.last_large_on_stream && !b.path.clean(now) && few_lost);
+        let chain_as_costly = b.rebase_cost.costly()
+            || (matches!(b.last_sent, LastSent::DeltaOnStream { .. })
+                && !b.path.clean(now)
+                && few_lost);
         b.path_clean = if chain_as_costly {
             b.path.settled() || !self.flow.ack_overdue(now)
-        } else if b.last_as_datagrams && few_lost {
+        } else if matches!(b.last_sent, LastSent::Datagrams { .. }) && few_lost {
             // Lost packets cost no frame here: only a frame lost whole (or an ACK overdue,
             // which is what a lost frame looks like first) makes the path lossy.
             let whole = b
@@ -643,7 +652,8 @@ impl<W: Wire> HostSession<W> {
                 false => 1,
             };
             let b = &mut self.bases;
-            if b.outrun.planned(now, spanned, b.last_large_as_datagrams) {
+            let large = b.last_sent == LastSent::Datagrams { large: true };
+            if b.outrun.planned(now, spanned, large) {
                 self.events
                     .push_back(Event::Count(HostCount::LargeDatagramsOutrun));
             }
@@ -651,7 +661,7 @@ impl<W: Wire> HostSession<W> {
         // Large frames may go as datagrams again, but the last went on a stream: this one is
         // made against the acknowledged picture, so it needs nothing in flight and may go so
         // (`forced_at`: not again for a while, if it went on a stream too).
-        let force = self.bases.last_large_fits
+        let force = self.bases.last_sent == (LastSent::DeltaOnStream { fits: true })
             && self.large_datagrams_allowed(now)
             && self
                 .bases
@@ -767,19 +777,22 @@ impl<W: Wire> HostSession<W> {
         } else if free {
             self.bases.chain_on_stream = false;
         }
-        self.bases.last_large_fits = !out.keyframe
-            && !datagrams
-            && self.bases.datagrams_up_to.is_some_and(|max| bytes > max)
-            && self
+        let small = self.bases.datagrams_up_to;
+        self.bases.last_sent = if datagrams {
+            LastSent::Datagrams {
+                large: small.is_some_and(|max| bytes > max),
+            }
+        } else if !out.keyframe && small.is_some() {
+            // Not as datagrams, so over `datagrams_up_to`.
+            let fits = self
                 .bases
                 .large_datagrams_up_to
                 .is_some_and(|max| bytes <= max)
-            && self.within_the_window(bytes);
-        self.bases.last_as_datagrams = datagrams;
-        self.bases.last_large_as_datagrams =
-            datagrams && self.bases.datagrams_up_to.is_some_and(|max| bytes > max);
-        self.bases.last_large_on_stream =
-            !out.keyframe && !datagrams && self.bases.datagrams_up_to.is_some();
+                && self.within_the_window(bytes);
+            LastSent::DeltaOnStream { fits }
+        } else {
+            LastSent::Other
+        };
         if independent {
             let patience = self.flow.crossing_time_us(bytes);
             self.bases.repair_sent(f.seq, now, patience);
