@@ -384,9 +384,13 @@ impl DeliveryRate {
         self.busy_with(&self.estimate())
     }
 
-    /// When the last frame sent was estimated, as it went, to be across the path (µs).
-    pub(crate) fn last_across_us(&self) -> Option<u64> {
-        self.sent.back().map(|s| s.across_us)
+    /// Frame `id`'s bytes, and when it was estimated, as it went, to be across the path (µs),
+    /// while it is in flight (not yet acknowledged, passed or given up on).
+    pub(crate) fn crossing(&self, id: u64) -> Option<(u64, u64)> {
+        self.sent
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| (s.bytes, s.across_us))
     }
 
     /// [`DeliveryRate::path_busy_until_us`] under the estimate `e`.

@@ -204,16 +204,6 @@ pub enum AckOutcome {
     Unknown,
 }
 
-/// The last stall probe sent, until an ACK of it or of a later frame
-/// ([`ViewerFlow::stall_probe_at`]; ignored once it is no longer in flight).
-#[derive(Debug, Clone, Copy)]
-struct ProbeCrossing {
-    seq: u64,
-    bytes: u64,
-    /// When the path was estimated, as it was sent, to have carried it (µs).
-    across_us: u64,
-}
-
 #[derive(Debug, Clone)]
 pub struct ViewerFlow {
     limit: InflightLimit,
@@ -246,9 +236,9 @@ pub struct ViewerFlow {
     /// When the first of those was sent (µs), and the largest of them (bytes).
     probes_since_us: Option<u64>,
     probe_largest: u64,
-    /// The last stall probe while it is unacknowledged: its seq, its bytes, and when the path
-    /// was estimated, as it was sent, to have carried it ([`ViewerFlow::stall_probe_at`]).
-    probe_crossing: Option<ProbeCrossing>,
+    /// The seq of the last stall probe sent ([`ViewerFlow::stall_probe_at`]); what it weighs
+    /// and when it was to be across are the delivery-rate estimator's while it is in flight.
+    probe_seq: Option<u64>,
     /// When the byte budget's queue-ahead rule will let the frame it refused go
     /// ([`DeliveryRate::room_at`]), for [`ViewerFlow::next_expiry`].
     room_wake_us: Option<u64>,
@@ -309,7 +299,7 @@ impl ViewerFlow {
             probe_bytes: 0,
             probes_since_us: None,
             probe_largest: 0,
-            probe_crossing: None,
+            probe_seq: None,
             room_wake_us: None,
             probe_wake_us: None,
         }
@@ -544,12 +534,9 @@ impl ViewerFlow {
         // the probe's crossing. A Mandelbrot zoom at 50 Mbit/s and 1 % loss, frames of 1.4
         // MB (270 ms to cross at the estimated 42 Mbit/s), had sent six probes in 630 ms for
         // two frames that were slow, not lost: 8.7 MB in flight, 1.7 s at that rate.
-        let in_flight = |seq| self.inflight.iter().any(|&(s, _)| s == seq);
-        let after_probe = match self.probe_crossing {
-            Some(p)
-                if in_flight(p.seq) && b.path_limits() && e.time_us(p.bytes) > PROBE_EVERY_US =>
-            {
-                p.across_us + overdue
+        let after_probe = match self.probe_seq.and_then(|s| b.crossing(s)) {
+            Some((bytes, across_us)) if b.path_limits() && e.time_us(bytes) > PROBE_EVERY_US => {
+                across_us + overdue
             }
             _ => 0,
         };
@@ -715,14 +702,9 @@ impl ViewerFlow {
         self.inflight.push_back((seq, now_us));
         if let Some(b) = &mut self.bytes {
             b.on_sent(seq, bytes, now_us);
-            if probing {
-                let across_us = b.last_across_us().unwrap_or(now_us);
-                self.probe_crossing = Some(ProbeCrossing {
-                    seq,
-                    bytes,
-                    across_us,
-                });
-            }
+        }
+        if probing {
+            self.probe_seq = Some(seq);
         }
     }
 
@@ -743,9 +725,6 @@ impl ViewerFlow {
         self.probe_bytes = 0;
         self.probes_since_us = None;
         self.probe_largest = 0;
-        if self.probe_crossing.is_some_and(|p| p.seq <= seq) {
-            self.probe_crossing = None;
-        }
         if let Some(b) = &mut self.bytes {
             b.on_ack_held(seq, now_us, held_us);
         }

@@ -784,12 +784,9 @@ impl<W: Wire> HostSession<W> {
             }
         } else if !out.keyframe && small.is_some() {
             // Not as datagrams, so over `datagrams_up_to`.
-            let fits = self
-                .bases
-                .large_datagrams_up_to
-                .is_some_and(|max| bytes <= max)
-                && self.within_the_window(bytes);
-            LastSent::DeltaOnStream { fits }
+            LastSent::DeltaOnStream {
+                fits: self.large_fits(bytes),
+            }
         } else {
             LastSent::Other
         };
@@ -837,10 +834,17 @@ impl<W: Wire> HostSession<W> {
         if b.datagrams_up_to.is_some_and(|max| bytes <= max) {
             return true;
         }
-        b.large_datagrams_up_to.is_some_and(|max| bytes <= max)
-            && (free || !b.chain_on_stream)
+        (free || !b.chain_on_stream) && self.large_datagrams_allowed(now) && self.large_fits(bytes)
+    }
+
+    /// A frame over `datagrams_up_to` of `bytes` is small enough to go as datagrams: up to
+    /// [`HostConfig::large_datagrams_up_to`] and within the size limit
+    /// ([`HostSession::within_the_window`]).
+    fn large_fits(&self, bytes: u64) -> bool {
+        self.bases
+            .large_datagrams_up_to
+            .is_some_and(|max| bytes <= max)
             && self.within_the_window(bytes)
-            && self.large_datagrams_allowed(now)
     }
 
     /// A large frame goes as datagrams only if it is no larger than twice the path's

@@ -890,9 +890,8 @@ fn large_frames_go_as_datagrams_until_the_path_queues() {
 fn a_large_delta_does_not_overtake_its_base_on_a_stream() {
     set_clock(1_000);
     let frames = noise_frames(5);
-    let (mut host, mut viewer) = host_and_viewer(128 * 1024, 2 << 20);
+    let (mut host, mut viewer) = calm_after_keyframe(128 * 1024, 2 << 20, &frames[0]);
     let sent = |host: &mut HostSession<V1Wire>, i: usize| sent_one(host, &frames[i]);
-    keyframe_then_calm_watch(&mut host, &mut viewer, &frames[0]);
     // The viewer asks for a keyframe: it goes on a stream, and is still crossing when
     // frame 2, a large delta against it, is sent: a stream too, behind it.
     host.handle_bytes(now(), &v1::Packet::KeyframeRequest { reason: 0 }.to_bytes());
@@ -927,8 +926,7 @@ fn a_frame_on_a_stream_holds_large_deltas_through_small_frames_until_it_is_appli
         set_clock(1_000);
         // Frame 2 changes 2 000 bytes; frames 1 and 3 a band of 40 rows (25.6 kB).
         let frames = band_frames(4, 40, &[2]);
-        let (mut host, mut viewer) = host_and_viewer(16 * 1024, 2 << 20);
-        keyframe_then_calm_watch(&mut host, &mut viewer, &frames[0]);
+        let (mut host, mut viewer) = calm_after_keyframe(16 * 1024, 2 << 20, &frames[0]);
         host.handle_bytes(now(), &v1::Packet::KeyframeRequest { reason: 0 }.to_bytes());
         let (p1, d1, u1) = sent_one(&mut host, &frames[1]);
         assert!(matches!(p1, Plan::Keyframe { .. }) && !d1, "{p1:?}");
@@ -970,8 +968,7 @@ fn the_frame_made_against_the_acknowledged_picture_is_not_made_again_for_a_while
     // Every delta carries a band of 40 rows (25.6 kB): one band fits the 40 kB of large
     // datagrams, two do not.
     let frames = band_frames(9, 40, &[]);
-    let (mut host, mut viewer) = host_and_viewer(16 * 1024, 40_000);
-    keyframe_then_calm_watch(&mut host, &mut viewer, &frames[0]);
+    let (mut host, mut viewer) = calm_after_keyframe(16 * 1024, 40_000, &frames[0]);
     // The path queues for 100 ms: large frames go on streams for 2 s. Frames 1 to 3 are
     // applied and acknowledged.
     for _ in 0..=10 {
@@ -1030,8 +1027,7 @@ fn a_large_frame_beyond_twice_the_product_goes_on_a_stream_where_the_path_queued
         set_clock(1_000);
         // Frame 1 changes 2 000 bytes, frame 2 every row (256 kB).
         let frames = band_frames(3, 400, &[1]);
-        let (mut host, mut viewer) = host_and_viewer(16 * 1024, 2 << 20);
-        keyframe_then_calm_watch(&mut host, &mut viewer, &frames[0]);
+        let (mut host, mut viewer) = calm_after_keyframe(16 * 1024, 2 << 20, &frames[0]);
         if queue_seen {
             // One look shows a queue: it did not last, so large frames may still go as
             // datagrams, within the limit.
@@ -1197,6 +1193,17 @@ fn host_and_viewer(small: u64, large: u64) -> (HostSession<V1Wire>, ViewerSessio
     let mut host = host_with(caps::ALL, Some(small), Some(large));
     host.on_path_counters(1_000, 0, now());
     (host, welcomed_viewer(now()))
+}
+
+/// [`host_and_viewer`], then [`keyframe_then_calm_watch`] with `key`.
+fn calm_after_keyframe(
+    small: u64,
+    large: u64,
+    key: &Arc<SourceFrame>,
+) -> (HostSession<V1Wire>, ViewerSession) {
+    let (mut host, mut viewer) = host_and_viewer(small, large);
+    keyframe_then_calm_watch(&mut host, &mut viewer, key);
+    (host, viewer)
 }
 
 /// Frame `key`, the first keyframe, arrives 20 ms after it is sent and is acknowledged; the
