@@ -301,6 +301,15 @@ impl DeliveryRate {
         push_window(&mut self.rates, at, rate, RATE_WINDOW_US);
         let rtt = at.saturating_sub(s.at_us);
         push_window(&mut self.frame_rtts, at, rtt, MIN_RTT_WINDOW_US);
+        // Nor for less than what is still in flight takes to cross after this frame had
+        // crossed (a minimum round trip before it arrived, at the latest). The busy time is
+        // otherwise counted from the sends alone, and a frame sent before there was an
+        // estimate (the one behind a keyframe) counted for nothing: every later frame was
+        // then taken to have the path a whole frame sooner than it did, and went a frame
+        // early, for as long as frames followed one another.
+        let e = self.estimate();
+        let crossed = arrived.saturating_sub(e.min_rtt_us);
+        self.busy_until_us = self.busy_until_us.max(crossed + e.time_us(self.inflight));
         self.cap_busy(now);
     }
 
@@ -371,12 +380,18 @@ impl DeliveryRate {
         }
     }
 
+    /// More than the bandwidth-delay product is in flight, under an estimate.
+    pub fn fills_path(&self) -> bool {
+        let e = self.estimate();
+        e.rate_bytes_per_s > 0 && self.inflight > e.bdp_bytes()
+    }
+
     /// When the path is estimated to have sent every frame in flight (µs): each frame sent
     /// keeps it busy for its bytes at the delivery rate, from when it was sent or the frame
-    /// before it was across. Only while large frames queue on the path: the estimate measured
-    /// the path (a frame sent after there was no room was acknowledged within
-    /// [`RATE_WINDOW_US`] of the last ACK) and a frame in flight is larger than the
-    /// bandwidth-delay product,
+    /// before it was across. Only while large frames queue on the path: the estimate is the
+    /// path's ([`DeliveryRate::path_limits`]: a frame sent after there was no room was
+    /// acknowledged within [`RATE_WINDOW_US`] of the last ACK, or the path queued lately) and
+    /// a frame in flight is larger than the bandwidth-delay product,
     /// so it takes longer than a round trip to cross. Otherwise `None`: frames smaller than
     /// the product are the budget's business, and an estimate that may be the content's rate,
     /// far below the path's, would see a queue where there is none.
@@ -395,10 +410,13 @@ impl DeliveryRate {
 
     /// [`DeliveryRate::path_busy_until_us`] under the estimate `e`.
     pub(crate) fn busy_with(&self, e: &LinkEstimate) -> Option<u64> {
-        let measured = self.path_measured();
+        // A queue seen counts as well as a frame held back: after a keyframe of 3.3 MB at
+        // 50 Mbit/s (which queued), the next two frames of 1.5 MB went 50 ms apart before
+        // either was held back, and each frame after them queued behind another for half a
+        // second until one was (BENCHMARKS.md, "A viewer's first picture").
         let bdp = e.bdp_bytes();
         let large = self.sent.iter().any(|s| s.bytes > bdp);
-        (measured && large).then_some(self.busy_until_us)
+        (self.path_limits() && large).then_some(self.busy_until_us)
     }
 
     /// A frame sent while others were refused for lack of room was acknowledged within

@@ -470,14 +470,25 @@ impl ViewerFlow {
             }
         }
         let bytes_room = self.bytes.as_ref().is_none_or(|b| b.has_room(now_us));
+        let room = (self.inflight.len() as u32) < self.current_limit() && bytes_room;
         // When the path, busy with a large frame, will be nearly done with it: the next frame
         // may go then, and no ACK may come by then to wake the host.
         self.room_wake_us = None;
         if let (false, Some(b)) = (bytes_room, &mut self.bytes) {
             b.refused();
             self.room_wake_us = b.room_at().filter(|&t| t > now_us);
+        } else if let (false, Some(b)) = (room, &mut self.bytes) {
+            // Refused by the count of frames in flight while their bytes fill the path: the
+            // next frame's sample measures the path too. Frames of 1.5 MB, two in flight on 50
+            // Mbit/s (their round trip of half a second holds the count at its floor of two),
+            // left the byte budget room forever: the path was never taken as measured, so the
+            // next frame always went at the ACK of the one before, a whole frame queued
+            // behind the other, and every frame took two crossings (BENCHMARKS.md, "A
+            // viewer's first picture").
+            if b.fills_path() {
+                b.refused();
+            }
         }
-        let room = (self.inflight.len() as u32) < self.current_limit() && bytes_room;
         let probe_at = self.stall_probe_at();
         self.probe_wake_us = probe_at.filter(|&t| t > now_us);
         let probe = !room && probe_at.is_some_and(|t| now_us >= t);
@@ -1176,6 +1187,77 @@ mod tests {
         assert!(
             v.can_send(now + 3 * across + 21 * MS + STALL_AFTER_US + MS),
             "stalled once they should all have crossed"
+        );
+    }
+
+    /// A keyframe of 3.3 MB, then frames of 1.5 MB offered at 60 fps for `secs` on a path of
+    /// 48 Mbit/s (6 MB/s, a FIFO) and 21 ms, each ACKed a round trip after it crossed, with a
+    /// ping every 100 ms that sees the queue ahead of it when `queue_seen` (else the path's
+    /// round trip alone, as when the frames wait in the host's stream buffers, not in the
+    /// network; the transport's smoothed round trip likewise). Their round trip holds the
+    /// count of frames in flight at its floor of two,
+    /// and the keyframe keeps the byte budget above two frames, so the budget never refuses
+    /// one. Returns, for each frame sent after the keyframe was ACKed and from `from_us`,
+    /// how long it queued behind the frames before it (µs), and a frame's crossing.
+    fn large_frames_after_a_keyframe(queue_seen: bool, secs: u64, from_us: u64) -> (Vec<u64>, u64) {
+        let (key, frame, rtt, rate) = (3_300_000u64, 1_500_000u64, 21_000u64, 6_000_000u64);
+        let mut v = flow().with_byte_budget();
+        let (mut now, mut free_at, mut acks) = (0u64, 0u64, VecDeque::new());
+        let (mut queued, mut key_acked) = (Vec::new(), false);
+        let mut seq = 0;
+        while now < secs * 1_000_000 {
+            let queue = free_at.saturating_sub(now) * queue_seen as u64;
+            if seq % 6 == 0 {
+                v.on_path_rtt(rtt + queue, now);
+            }
+            while acks.front().is_some_and(|&(at, _)| at <= now) {
+                let (at, s) = acks.pop_front().expect("checked");
+                v.on_ack(s, at);
+                key_acked |= s == 0;
+            }
+            v.window_bound(TransportRtt::smoothed(rtt + queue), now);
+            let bytes = if seq == 0 { key } else { frame };
+            if send_if_room(&mut v, seq, bytes, now) {
+                let starts = free_at.max(now);
+                if key_acked && now >= from_us {
+                    queued.push(starts - now);
+                }
+                free_at = starts + bytes * 1_000_000 / rate;
+                acks.push_back((free_at + rtt, seq));
+            }
+            seq += 1;
+            now += FRAME_US;
+        }
+        (queued, frame * 1_000_000 / rate)
+    }
+
+    /// After a keyframe that queued on the path, the next large frame goes when the one
+    /// before it is nearly across, from the first: the queue seen says the estimate is the
+    /// path's, before any frame was held back for lack of room.
+    #[test]
+    fn after_a_keyframe_that_queued_large_frames_do_not_queue_behind_each_other() {
+        no_frame_queued_long(large_frames_after_a_keyframe(true, 4, 0), 8);
+    }
+
+    /// With no queue seen, frames held back by their count while their bytes fill the path
+    /// measure it as frames held back by the byte budget do: from then on a frame goes when
+    /// the one before it is nearly across, not at the ACK of the one before that with a
+    /// whole frame still to cross ahead of it.
+    #[test]
+    fn frames_held_back_by_their_count_on_a_full_path_measure_it() {
+        no_frame_queued_long(large_frames_after_a_keyframe(false, 10, 3_000_000), 15);
+    }
+
+    /// More than `frames` frames went, none queued behind the one before it for a third of
+    /// a frame's crossing or more.
+    fn no_frame_queued_long((queued, across): (Vec<u64>, u64), frames: usize) {
+        assert!(queued.len() > frames, "{} frames", queued.len());
+        let worst = *queued.iter().max().expect("frames");
+        assert!(
+            worst < across / 3,
+            "a frame queued {} ms behind the one before it ({} ms to cross): {queued:?}",
+            worst / 1_000,
+            across / 1_000
         );
     }
 

@@ -35,9 +35,12 @@ fn transport() -> Arc<quinn::TransportConfig> {
     // Frames' streams go in the order they were written, not round-robin: two frames queued
     // on a slow path would otherwise share it and both arrive late, where in order the
     // older one arrives a frame's crossing sooner and the newer no later. The host's
-    // estimate of when each frame has crossed counts them in order too. (The control
-    // stream's priority is higher: it goes before every frame stream not yet started.)
-    .send_fairness(false)
+    // estimate of when each frame has crossed counts them in order too. The order is the
+    // streams' priorities (the host gives each frame one lower than the one before, its
+    // control stream a higher one), packet by packet: with fairness off, quinn finished a
+    // stream it had started before any other, so an older frame's lost packets waited for
+    // the whole of a newer one. Fairness only shares among streams of equal priority.
+    .send_fairness(true)
     // BBR paces to the measured delivery rate and does not take random loss for congestion;
     // Cubic's window collapsed to a few packets at 5 % loss (measured: 8.7 kB, ~4 Mbit/s at
     // 20 ms), far below what the path carried. Its fall to the bytes in flight on a loss is

@@ -32,6 +32,15 @@ pub const BASE_WAIT_RTTS: u64 = 2;
 /// Holding such frames 6 ms did not lower the p99 in `bench net` (BENCHMARKS.md, "Chained
 /// deltas where lost packets are made good").
 pub const AFTER_LOSS_WAIT_US: u64 = 0;
+/// How long a frame is held for its base at least while the viewer holds no picture at all:
+/// its first keyframe is on its way, and the frames behind it (an Unchanged a few bytes long,
+/// small deltas) overtake it on their own streams. Reported missing after the usual wait, they
+/// were acknowledged before the keyframe, and the host took the keyframe's bytes for settled:
+/// with the Mandelbrot zoom at 50 Mbit/s (a keyframe of 3.3 MB, half a second to cross), it
+/// sent two frames of 1.7 MB behind it at once, and the join took 1.2 s instead of 0.6
+/// (BENCHMARKS.md, "A viewer's first picture"). A keyframe lost for good (datagrams beyond
+/// repair) is reported this much later.
+pub const FIRST_PICTURE_WAIT_US: u64 = 1_000_000;
 /// Frames held at once waiting for their base; beyond, the oldest is reported missing.
 const WAITING_MAX: usize = 4;
 /// Pictures given up ([`ViewerSession::given_up`]) remembered at most: more than a round trip
@@ -313,6 +322,12 @@ impl ViewerSession {
                 let wait = match after_loss {
                     true => AFTER_LOSS_WAIT_US,
                     false => BASE_WAIT_US.max(BASE_WAIT_RTTS * rtt),
+                };
+                // Holding no picture (it joined, or the size changed), it waits for the
+                // keyframe on its way: see [`FIRST_PICTURE_WAIT_US`].
+                let wait = match self.sum.is_none() && self.kept.is_empty() {
+                    true => wait.max(FIRST_PICTURE_WAIT_US),
+                    false => wait,
                 };
                 self.waiting.push(Waiting {
                     until: recv_us + wait,

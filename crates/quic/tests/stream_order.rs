@@ -1,0 +1,106 @@
+//! The endpoints' stream scheduling, which the host's frame streams rely on: streams go in
+//! priority order packet by packet, so the packets a higher-priority stream lost go again
+//! before the rest of a lower-priority one, even one already started. (The host gives each
+//! frame's stream a priority below the one before it: an older frame's lost packets do not
+//! wait for the whole of a newer frame.)
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use framewire_quic::{client_endpoint, server_endpoint, Identity};
+use tokio::net::UdpSocket;
+
+/// Each stream's bytes: about 340 packets, sent over several round trips.
+const STREAM: usize = 400_000;
+/// The host-to-viewer packet the relay drops, counting full-size ones only: near the end of
+/// the first stream.
+const DROPPED: usize = 300;
+/// Each way's delay: the loss is found a round trip later, once the second stream has begun.
+const DELAY: Duration = Duration::from_millis(10);
+
+/// A relay between the viewer and the host that delays every packet and drops the host's
+/// [`DROPPED`]th full-size packet. Returns the address the viewer connects to.
+async fn relay(host: SocketAddr) -> SocketAddr {
+    let outside = Arc::new(UdpSocket::bind("127.0.0.1:0").await.expect("bind"));
+    let inside = Arc::new(UdpSocket::bind("127.0.0.1:0").await.expect("bind"));
+    inside.connect(host).await.expect("connect");
+    let addr = outside.local_addr().expect("address");
+    let viewer = Arc::new(tokio::sync::OnceCell::<SocketAddr>::new());
+    let (o, i, v) = (outside.clone(), inside.clone(), viewer.clone());
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        while let Ok((n, from)) = o.recv_from(&mut buf).await {
+            let _ = v.set(from);
+            let (i, p) = (i.clone(), buf[..n].to_vec());
+            tokio::spawn(async move {
+                tokio::time::sleep(DELAY).await;
+                let _ = i.send(&p).await;
+            });
+        }
+    });
+    let full = Arc::new(AtomicUsize::new(0));
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65_536];
+        while let Ok(n) = inside.recv(&mut buf).await {
+            if n >= 1_000 && full.fetch_add(1, Ordering::Relaxed) + 1 == DROPPED {
+                continue;
+            }
+            let (o, p, to) = (outside.clone(), buf[..n].to_vec(), viewer.get().copied());
+            tokio::spawn(async move {
+                tokio::time::sleep(DELAY).await;
+                if let Some(to) = to {
+                    let _ = o.send_to(&p, to).await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_s_lost_packet_goes_again_before_a_lower_priority_stream() {
+    let dir = std::env::temp_dir().join(format!("fw-stream-order-{}", std::process::id()));
+    let id = Identity::load_or_create(&dir).expect("an identity");
+    let host = server_endpoint(&id, "127.0.0.1:0".parse().expect("literal")).expect("host");
+    let to = relay(host.local_addr().expect("address")).await;
+    let viewer = client_endpoint(id.fingerprint).expect("viewer");
+    let connecting = viewer.connect(to, "localhost").expect("connect");
+    let accepting = async { host.accept().await.expect("incoming").await };
+    let (conn, accepted) = tokio::join!(connecting, accepting);
+    let (conn, host_conn) = (conn.expect("connected"), accepted.expect("accepted"));
+    let sender = tokio::spawn(async move {
+        for priority in [-1, -2] {
+            let mut s = host_conn.open_uni().await.expect("a stream");
+            s.set_priority(priority).expect("open");
+            s.write_all(&vec![priority as u8; STREAM])
+                .await
+                .expect("written");
+            s.finish().expect("finished");
+        }
+        host_conn
+    });
+    let start = Instant::now();
+    let mut readers = Vec::new();
+    for _ in 0..2 {
+        let mut r = conn.accept_uni().await.expect("a stream");
+        readers.push(tokio::spawn(async move {
+            let data = r.read_to_end(2 * STREAM).await.expect("read");
+            (data[0], start.elapsed())
+        }));
+    }
+    let mut done = Vec::new();
+    for r in readers {
+        done.push(r.await.expect("reader"));
+    }
+    let _host_conn = sender.await.expect("sender");
+    done.sort_by_key(|&(_, t)| t);
+    let order: Vec<u8> = done.iter().map(|&(b, _)| b).collect();
+    assert_eq!(
+        order,
+        [(-1i32) as u8, (-2i32) as u8],
+        "the first stream, whose packet was lost, finishes first: {done:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
