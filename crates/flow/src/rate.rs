@@ -17,9 +17,10 @@
 //!   settled at 11–16 fps where the same path carried 26).
 //! - **Minimum RTT** over the last [`MIN_RTT_WINDOW_US`]: the path without queues, from small
 //!   packets (the session's pings, [`DeliveryRate::on_path_rtt`]), or the transport's own
-//!   minimum where the pings' is more than twice it ([`DeliveryRate::window_bound`]): on
-//!   QUIC a ping can wait behind a frame's stream already started, and over a slow link every
-//!   ping in the window did (a minimum of 298 ms on a 20 ms path at 10 Mbit/s). A frame's ACK also waits
+//!   minimum where the pings' is more than twice it ([`DeliveryRate::window_bound`]): a ping
+//!   waits behind the frames' packets queued on a slow link (and on QUIC, until 2026-11-28,
+//!   behind the rest of a frame's stream already started), and over a slow link every ping
+//!   in the window had (a minimum of 298 ms on a 20 ms path at 10 Mbit/s). A frame's ACK also waits
 //!   for the frame itself to cross the path, so frames' round trips are used only until a
 //!   ping has come back.
 //! - **Budget** = the larger of twice the bandwidth-delay product and the product plus the
@@ -32,7 +33,7 @@
 //!   the budget, grow each round trip (a congestion window's gain of 2) until the path, not
 //!   the content, limits them.
 //! - **Queue ahead.** A frame larger than the product takes longer than a round trip to cross.
-//!   While one is in flight on a measured path ([`DeliveryRate::path_busy_until_us`]), the
+//!   While one is in flight on a path that limits ([`DeliveryRate::path_busy_until_us`]), the
 //!   next frame goes only when the path is estimated to be busy with earlier frames for no
 //!   longer than the minimum RTT (at least [`QUEUE_AHEAD_MIN_US`]): when the one before it is
 //!   nearly across, not a whole frame before (each frame sent keeps the path busy for its
@@ -301,12 +302,18 @@ impl DeliveryRate {
         push_window(&mut self.rates, at, rate, RATE_WINDOW_US);
         let rtt = at.saturating_sub(s.at_us);
         push_window(&mut self.frame_rtts, at, rtt, MIN_RTT_WINDOW_US);
-        // Nor for less than what is still in flight takes to cross after this frame had
-        // crossed (a minimum round trip before it arrived, at the latest). The busy time is
-        // otherwise counted from the sends alone, and a frame sent before there was an
-        // estimate (the one behind a keyframe) counted for nothing: every later frame was
-        // then taken to have the path a whole frame sooner than it did, and went a frame
-        // early, for as long as frames followed one another.
+        // The busy time is counted from the sends, at the estimate as each went, and falls
+        // short of the path's where a frame was sent before there was an estimate (a large
+        // one right behind a keyframe counted for none: every later frame would be taken to
+        // have the path a whole frame sooner than it did, and go a frame early, for as long as
+        // frames followed one another) or crossed slower than the estimate (its lost packets
+        // sent again). So each ACK makes it at least what is still in flight takes to cross
+        // after this frame had crossed (a minimum round trip before it arrived, at the
+        // latest). An ACK late for a retransmission then holds the next frame back a little
+        // where the path was free sooner; on the Mandelbrot zoom at 50 Mbit/s and 1 % loss,
+        // applying this only while a frame sent before any estimate was in flight gave a
+        // p99 of 482 ms against 405 (medians of six runs; BENCHMARKS.md, "A viewer's first
+        // picture").
         let e = self.estimate();
         let crossed = arrived.saturating_sub(e.min_rtt_us);
         self.busy_until_us = self.busy_until_us.max(crossed + e.time_us(self.inflight));
@@ -380,10 +387,13 @@ impl DeliveryRate {
         }
     }
 
-    /// More than the bandwidth-delay product is in flight, under an estimate.
+    /// More is in flight than the bandwidth-delay product and what the path carries while the
+    /// viewer holds a frame (as the budget counts it: a frame being decoded is off the path),
+    /// under an estimate.
     pub fn fills_path(&self) -> bool {
         let e = self.estimate();
-        e.rate_bytes_per_s > 0 && self.inflight > e.bdp_bytes()
+        let hold = self.holds.iter().copied().min().unwrap_or(0);
+        e.rate_bytes_per_s > 0 && self.inflight > e.bdp_bytes() + bytes_in(e.rate_bytes_per_s, hold)
     }
 
     /// When the path is estimated to have sent every frame in flight (µs): each frame sent
@@ -582,7 +592,7 @@ impl DeliveryRate {
     }
 
     /// Whether another frame may go at `now`: less than the budget is in flight and, while a
-    /// frame larger than the bandwidth-delay product is in flight on a measured path, the path
+    /// frame larger than the bandwidth-delay product is in flight on a path that limits, the path
     /// is not estimated to be busy with earlier frames for longer than the minimum RTT (or
     /// [`QUEUE_AHEAD_MIN_US`]). Before the first ACK, while fewer than [`FIRST_FRAMES`] are in
     /// flight.
@@ -601,7 +611,7 @@ impl DeliveryRate {
     }
 
     /// When the queue ahead, as [`DeliveryRate::has_room`] counts it, will be short enough for
-    /// another frame, while a large frame is in flight on a measured path (`None` otherwise).
+    /// another frame, while a large frame is in flight on a path that limits (`None` otherwise).
     /// No ACK marks that moment: the host sets a timer for it.
     pub fn room_at(&self) -> Option<u64> {
         self.room_with(&self.estimate())

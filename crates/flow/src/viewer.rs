@@ -481,10 +481,11 @@ impl ViewerFlow {
             // Refused by the count of frames in flight while their bytes fill the path: the
             // next frame's sample measures the path too. Frames of 1.5 MB, two in flight on 50
             // Mbit/s (their round trip of half a second holds the count at its floor of two),
-            // left the byte budget room forever: the path was never taken as measured, so the
-            // next frame always went at the ACK of the one before, a whole frame queued
-            // behind the other, and every frame took two crossings (BENCHMARKS.md, "A
-            // viewer's first picture").
+            // left the byte budget, made of the largest recent frame (the keyframe), room for
+            // a second frame until the keyframe left the last 30 frames: for those 7 s the
+            // path was not taken as measured, each frame went at the ACK of the one two before
+            // it, a whole frame queued ahead of it, and every frame took two crossings
+            // (BENCHMARKS.md, "A viewer's first picture").
             if b.fills_path() {
                 b.refused();
             }

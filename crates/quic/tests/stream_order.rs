@@ -9,19 +9,30 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use framewire_quic::congestion::WindowBound;
 use framewire_quic::{client_endpoint, server_endpoint, Identity};
 use tokio::net::UdpSocket;
 
-/// Each stream's bytes: about 340 packets, sent over several round trips.
-const STREAM: usize = 400_000;
-/// The host-to-viewer packet the relay drops, counting full-size ones only: near the end of
-/// the first stream.
-const DROPPED: usize = 300;
+/// The first stream's bytes: 70 to 85 packets (as the path's MTU is found), sent in the
+/// first few round trips.
+const FIRST: usize = 100_000;
+/// The second stream's: many times the window ([`WINDOW`]), so it is still being sent when
+/// the first one's loss is found.
+const SECOND: usize = 1_000_000;
+/// The host's congestion window, bounded (as the host bounds it on a path that queues): the
+/// second stream takes many round trips whatever the path's MTU or the controller do.
+const WINDOW: u64 = 64 * 1024;
+/// The second stream had begun to arrive once this much of it had.
+const BEGUN: usize = 8 * 1024;
+/// The host-to-viewer packets the relay drops, counting full-size ones only: in the last part
+/// of the first stream, which has all been sent by the time their loss is found. Three, as
+/// one may be a probe of the path's MTU, whose loss needs nothing sent again.
+const DROPPED: std::ops::RangeInclusive<usize> = 66..=68;
 /// Each way's delay: the loss is found a round trip later, once the second stream has begun.
 const DELAY: Duration = Duration::from_millis(10);
 
 /// A relay between the viewer and the host that delays every packet and drops the host's
-/// [`DROPPED`]th full-size packet. Returns the address the viewer connects to.
+/// [`DROPPED`] full-size packets. Returns the address the viewer connects to.
 async fn relay(host: SocketAddr) -> SocketAddr {
     let outside = Arc::new(UdpSocket::bind("127.0.0.1:0").await.expect("bind"));
     let inside = Arc::new(UdpSocket::bind("127.0.0.1:0").await.expect("bind"));
@@ -44,7 +55,7 @@ async fn relay(host: SocketAddr) -> SocketAddr {
     tokio::spawn(async move {
         let mut buf = vec![0u8; 65_536];
         while let Ok(n) = inside.recv(&mut buf).await {
-            if n >= 1_000 && full.fetch_add(1, Ordering::Relaxed) + 1 == DROPPED {
+            if n >= 1_000 && DROPPED.contains(&(full.fetch_add(1, Ordering::Relaxed) + 1)) {
                 continue;
             }
             let (o, p, to) = (outside.clone(), buf[..n].to_vec(), viewer.get().copied());
@@ -70,11 +81,14 @@ async fn a_stream_s_lost_packet_goes_again_before_a_lower_priority_stream() {
     let accepting = async { host.accept().await.expect("incoming").await };
     let (conn, accepted) = tokio::join!(connecting, accepting);
     let (conn, host_conn) = (conn.expect("connected"), accepted.expect("accepted"));
+    WindowBound::of(&host_conn)
+        .expect("framewire's controller")
+        .set(Some(WINDOW));
     let sender = tokio::spawn(async move {
-        for priority in [-1, -2] {
+        for (priority, len) in [(-1, FIRST), (-2, SECOND)] {
             let mut s = host_conn.open_uni().await.expect("a stream");
             s.set_priority(priority).expect("open");
-            s.write_all(&vec![priority as u8; STREAM])
+            s.write_all(&vec![priority as u8; len])
                 .await
                 .expect("written");
             s.finish().expect("finished");
@@ -85,9 +99,21 @@ async fn a_stream_s_lost_packet_goes_again_before_a_lower_priority_stream() {
     let mut readers = Vec::new();
     for _ in 0..2 {
         let mut r = conn.accept_uni().await.expect("a stream");
+        // (its first byte, when it had begun to arrive, when it was whole)
         readers.push(tokio::spawn(async move {
-            let data = r.read_to_end(2 * STREAM).await.expect("read");
-            (data[0], start.elapsed())
+            let (mut first, mut got, mut begun) = (None, 0, None);
+            while let Some(c) = r.read_chunk(64 * 1024, true).await.expect("read") {
+                first = first.or(c.bytes.first().copied());
+                got += c.bytes.len();
+                if got >= BEGUN {
+                    begun = begun.or(Some(start.elapsed()));
+                }
+            }
+            (
+                first.expect("bytes"),
+                begun.expect("begun"),
+                start.elapsed(),
+            )
         }));
     }
     let mut done = Vec::new();
@@ -95,11 +121,14 @@ async fn a_stream_s_lost_packet_goes_again_before_a_lower_priority_stream() {
         done.push(r.await.expect("reader"));
     }
     let _host_conn = sender.await.expect("sender");
-    done.sort_by_key(|&(_, t)| t);
-    let order: Vec<u8> = done.iter().map(|&(b, _)| b).collect();
-    assert_eq!(
-        order,
-        [(-1i32) as u8, (-2i32) as u8],
+    done.sort_by_key(|&(id, _, _)| std::cmp::Reverse(id));
+    let [(_, _, first_done), (_, second_begun, second_done)] = done[..] else {
+        panic!("two streams: {done:?}");
+    };
+    // The case tested: the second stream was under way before the first one was whole.
+    assert!(second_begun < first_done, "{done:?}");
+    assert!(
+        first_done < second_done,
         "the first stream, whose packet was lost, finishes first: {done:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -73,12 +73,15 @@ pub(crate) const CONTROL_TIMEOUT: Duration = Duration::from_secs(5);
 /// goes before the rest of any frame.
 pub(crate) const CONTROL_PRIORITY: i32 = 1;
 /// The first frame stream's priority; each next one is one lower, so frames go in the order
-/// they were written, and the packets an older frame lost go again before a newer frame's.
-/// Below 0, where HTTP/3's own streams are for a WebTransport session. With every frame on
-/// one priority, a lost packet of a frame waited behind the whole next frame: on the
-/// Mandelbrot zoom at 50 Mbit/s and 1 % loss, frames of 1.5 MB, such a frame was
-/// acknowledged 270 ms late, just before the next (BENCHMARKS.md, "A viewer's first
-/// picture").
+/// they were written, and the packets an older frame lost go again before a newer frame's
+/// (quinn sends by priority packet by packet, its send fairness on; see
+/// `framewire_quic::endpoint`). Below 0, where HTTP/3's own streams are for a WebTransport
+/// session. Before, with fairness off, quinn finished the stream it had started first, so a
+/// frame's lost packet waited behind the whole next frame: on the Mandelbrot zoom at 50
+/// Mbit/s and 1 % loss, frames of 1.5 MB, such a frame was acknowledged 270 ms late, just
+/// before the next (BENCHMARKS.md, "A viewer's first picture"). The priority stops at
+/// `i32::MIN` after 2³¹ frames (over a year at 60 a second); from then on frames of equal
+/// priority share the path round-robin, as they would with fairness alone.
 const FIRST_FRAME_PRIORITY: i32 = -1;
 /// How long a finished session's connection stays open for its last bytes to arrive.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);

@@ -38,8 +38,12 @@ pub const AFTER_LOSS_WAIT_US: u64 = 0;
 /// were acknowledged before the keyframe, and the host took the keyframe's bytes for settled:
 /// with the Mandelbrot zoom at 50 Mbit/s (a keyframe of 3.3 MB, half a second to cross), it
 /// sent two frames of 1.7 MB behind it at once, and the join took 1.2 s instead of 0.6
-/// (BENCHMARKS.md, "A viewer's first picture"). A keyframe lost for good (datagrams beyond
-/// repair) is reported this much later.
+/// (BENCHMARKS.md, "A viewer's first picture"). Keyframes go on streams, which are not lost;
+/// one the host reset (a newer keyframe superseded it) is overtaken by that one. Once the
+/// viewer holds a picture, frames still waiting are held only the usual wait. A keyframe
+/// that takes longer than this to cross (6 MB at 50 Mbit/s) has frames reported behind it as
+/// before. After a resize the viewer still holds the old picture until the new keyframe, so
+/// the usual wait applies there.
 pub const FIRST_PICTURE_WAIT_US: u64 = 1_000_000;
 /// Frames held at once waiting for their base; beyond, the oldest is reported missing.
 const WAITING_MAX: usize = 4;
@@ -57,6 +61,9 @@ const UNITS_BEFORE_WELCOME: usize = 32;
 /// A frame unit held until its base arrives or its time is up.
 struct Waiting {
     until: u64,
+    /// The usual wait's end: the one that holds once the viewer has a picture, whatever
+    /// `until` says ([`FIRST_PICTURE_WAIT_US`]).
+    usual: u64,
     recv_us: u64,
     seq: u64,
     base: u64,
@@ -319,18 +326,19 @@ impl ViewerSession {
             // slower stream): wait.
             (Some(seq), Some(base)) if self.sum != Some(base) && !self.holds(base) => {
                 let rtt = self.offset.min_rtt_us().unwrap_or(0);
-                let wait = match after_loss {
+                let usual = match after_loss {
                     true => AFTER_LOSS_WAIT_US,
                     false => BASE_WAIT_US.max(BASE_WAIT_RTTS * rtt),
                 };
-                // Holding no picture (it joined, or the size changed), it waits for the
-                // keyframe on its way: see [`FIRST_PICTURE_WAIT_US`].
-                let wait = match self.sum.is_none() && self.kept.is_empty() {
-                    true => wait.max(FIRST_PICTURE_WAIT_US),
-                    false => wait,
+                // Holding no picture yet (it joined), it waits for the keyframe on its way:
+                // see [`FIRST_PICTURE_WAIT_US`].
+                let wait = match self.sum.is_none() && self.kept.is_empty() && !after_loss {
+                    true => usual.max(FIRST_PICTURE_WAIT_US),
+                    false => usual,
                 };
                 self.waiting.push(Waiting {
                     until: recv_us + wait,
+                    usual: recv_us + usual,
                     recv_us,
                     seq,
                     base,
@@ -379,6 +387,7 @@ impl ViewerSession {
             .filter(|(_, w)| {
                 self.sum == Some(w.base)
                     || w.until <= now
+                    || (self.sum.is_some() && w.usual <= now)
                     || rtt.is_some_and(|rtt| self.gave_up(w.base, w.recv_us, rtt))
             })
             .min_by_key(|(_, w)| w.seq)
@@ -499,7 +508,12 @@ impl ViewerSession {
     /// When the next ping is due, once welcomed, or a frame waiting for its base runs out of
     /// time.
     pub fn poll_timeout(&self) -> Option<u64> {
-        let wait = self.waiting.iter().map(|w| w.until).min();
+        let held = self.sum.is_some();
+        let wait = self
+            .waiting
+            .iter()
+            .map(|w| if held { w.until.min(w.usual) } else { w.until })
+            .min();
         let ping = self.welcomed.then(|| self.pings.next_at());
         match (ping, wait) {
             (Some(a), Some(b)) => Some(a.min(b)),

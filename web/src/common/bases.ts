@@ -15,6 +15,14 @@ const KEPT = 10;
 /** How long a frame waits for its base, at least, and in round trips. */
 const BASE_WAIT_MS = 25;
 const BASE_WAIT_RTTS = 2;
+/**
+ * How long a frame waits for its base, at least, while the viewer holds no picture yet: its
+ * first keyframe is on its way, and frames behind it overtake it on their own streams.
+ * Reported missing, they were acknowledged first and the host took the keyframe's bytes for
+ * settled (crates/session/src/viewer.rs, FIRST_PICTURE_WAIT_US). Once a picture is held, the
+ * usual wait holds for frames already waiting too.
+ */
+const FIRST_PICTURE_WAIT_MS = 1000;
 /** Frames held at once; beyond, the oldest is handled (its base reported missing). */
 const WAITING_MAX = 4;
 /**
@@ -37,6 +45,8 @@ export interface Unit {
 interface Waiting extends Unit {
   base: v1.U64;
   until: number;
+  /** The usual wait's end, which holds once a picture is held. */
+  usual: number;
 }
 
 /** The pictures this viewer kept, by checksum, oldest first. */
@@ -49,6 +59,11 @@ export class KeptPictures {
 
   holds(sum: v1.U64): boolean {
     return this.kept.some((k) => sameU64(k.sum, sum));
+  }
+
+  /** No picture is kept. */
+  get empty(): boolean {
+    return this.kept.length === 0;
   }
 
   /**
@@ -114,6 +129,8 @@ export class UnitOrder {
     private readonly holds: (sum: v1.U64) => boolean,
     private readonly handle: (u: Unit) => boolean,
     private readonly nowMs: () => number,
+    /** Whether any picture is held or kept (none: the first keyframe is on its way). */
+    private readonly hasPicture: () => boolean = () => true,
   ) {}
 
   reset(): void {
@@ -143,8 +160,9 @@ export class UnitOrder {
       return;
     }
     if (base !== null && !this.holds(base)) {
-      const until = recvMs + Math.max(BASE_WAIT_MS, BASE_WAIT_RTTS * rttMs);
-      this.waiting.push({ recvMs, recvUs, seq, packets, base, until });
+      const usual = recvMs + Math.max(BASE_WAIT_MS, BASE_WAIT_RTTS * rttMs);
+      const until = this.hasPicture() ? usual : Math.max(usual, recvMs + FIRST_PICTURE_WAIT_MS);
+      this.waiting.push({ recvMs, recvUs, seq, packets, base, until, usual });
       if (this.waiting.length > WAITING_MAX) this.run(this.waiting.shift()!);
       this.release();
       return;
@@ -179,9 +197,11 @@ export class UnitOrder {
       this.waiting = this.waiting.filter((w) => w.seq > this.newest);
       this.stale += before - this.waiting.length;
       const now = this.nowMs();
+      const pictured = this.hasPicture();
       let ready: Waiting | null = null;
       for (const w of this.waiting) {
-        const go = w.until <= now || this.holds(w.base) || this.gaveUp(w.base, w.recvMs);
+        const due = pictured ? w.usual : w.until;
+        const go = due <= now || this.holds(w.base) || this.gaveUp(w.base, w.recvMs);
         if (go && (ready === null || w.seq < ready.seq)) ready = w;
       }
       if (ready === null) break;
@@ -191,7 +211,8 @@ export class UnitOrder {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     if (this.waiting.length > 0) {
-      const next = Math.min(...this.waiting.map((w) => w.until));
+      const pictured = this.hasPicture();
+      const next = Math.min(...this.waiting.map((w) => (pictured ? w.usual : w.until)));
       this.timer = setTimeout(() => this.release(), Math.max(0, next - this.nowMs()));
     }
   }

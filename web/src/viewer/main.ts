@@ -54,7 +54,12 @@ let minRttMs = 0;
 let basesMissing = 0;
 const kept = new KeptPictures();
 const holds = (sum: v1.U64): boolean => (current !== null && sameU64(current, sum)) || kept.holds(sum);
-const order = new UnitOrder(holds, (u: Unit) => handleAll(u), nowMs);
+const order = new UnitOrder(
+  holds,
+  (u: Unit) => handleAll(u),
+  nowMs,
+  () => current !== null || !kept.empty,
+);
 
 function setStatus(s: string): void {
   statusEl.textContent = s;

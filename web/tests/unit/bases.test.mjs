@@ -86,6 +86,31 @@ test("units: a frame whose base never comes is handled when its time is up (it i
   assert.deepEqual(h.handled, [7]);
 });
 
+test("units: with no picture yet, a frame that overtook the keyframe waits for it past the usual wait", async () => {
+  let now = 0;
+  let pictured = false;
+  const held = new Set();
+  const handled = [];
+  const apply = (u) => {
+    handled.push(u.seq);
+    const f = u.packets.find((p) => p.type === fw.T.Frame);
+    return f !== undefined && (f.base === null || held.has(f.base.lo));
+  };
+  const order = new fw.UnitOrder((s) => held.has(s.lo), apply, () => now, () => pictured);
+  order.push(0, 0, frame(8, 1007), 0); // made against keyframe 7, still crossing
+  order.push(0, 0, frame(10, 1009), 0); // made against frame 9, which never comes
+  now = 30;
+  await new Promise((r) => setTimeout(r, 60));
+  assert.deepEqual(handled, [], "held past the usual 25 ms");
+  // The keyframe applies: frame 8 follows it, and frame 10, whose usual wait is over, is
+  // handled at once (reported missing).
+  held.add(1007);
+  pictured = true;
+  order.push(30, 30000, frame(7, null), 0);
+  assert.deepEqual(handled, [7, 8, 10]);
+  order.reset();
+});
+
 test("units: more than four waiting: the oldest goes at once", () => {
   const h = harness();
   for (let s = 10; s < 15; s++) h.order.push(0, 0, frame(s, 500 + s), 0);
