@@ -332,7 +332,7 @@ impl ViewerSession {
                 };
                 // Holding no picture yet (it joined), it waits for the keyframe on its way:
                 // see [`FIRST_PICTURE_WAIT_US`].
-                let wait = match self.sum.is_none() && self.kept.is_empty() && !after_loss {
+                let wait = match !self.has_picture() && !after_loss {
                     true => usual.max(FIRST_PICTURE_WAIT_US),
                     false => usual,
                 };
@@ -387,7 +387,7 @@ impl ViewerSession {
             .filter(|(_, w)| {
                 self.sum == Some(w.base)
                     || w.until <= now
-                    || (self.sum.is_some() && w.usual <= now)
+                    || (self.has_picture() && w.usual <= now)
                     || rtt.is_some_and(|rtt| self.gave_up(w.base, w.recv_us, rtt))
             })
             .min_by_key(|(_, w)| w.seq)
@@ -418,6 +418,11 @@ impl ViewerSession {
     }
 
     /// Whether a kept picture has checksum `sum`.
+    /// A picture is held or kept: the first keyframe has come ([`FIRST_PICTURE_WAIT_US`]).
+    fn has_picture(&self) -> bool {
+        self.sum.is_some() || !self.kept.is_empty()
+    }
+
     fn holds(&self, sum: u64) -> bool {
         self.kept.iter().any(|(s, _)| *s == sum)
     }
@@ -508,11 +513,11 @@ impl ViewerSession {
     /// When the next ping is due, once welcomed, or a frame waiting for its base runs out of
     /// time.
     pub fn poll_timeout(&self) -> Option<u64> {
-        let held = self.sum.is_some();
+        let held = self.has_picture();
         let wait = self
             .waiting
             .iter()
-            .map(|w| if held { w.until.min(w.usual) } else { w.until })
+            .map(|w| if held { w.usual } else { w.until })
             .min();
         let ping = self.welcomed.then(|| self.pings.next_at());
         match (ping, wait) {

@@ -58,7 +58,8 @@ const order = new UnitOrder(
   holds,
   (u: Unit) => handleAll(u),
   nowMs,
-  () => current !== null || !kept.empty,
+  // A verified picture, whether or not bases are named (current and kept are only then).
+  () => picture?.valid === true || current !== null || !kept.empty,
 );
 
 function setStatus(s: string): void {

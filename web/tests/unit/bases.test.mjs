@@ -98,16 +98,20 @@ test("units: with no picture yet, a frame that overtook the keyframe waits for i
   };
   const order = new fw.UnitOrder((s) => held.has(s.lo), apply, () => now, () => pictured);
   order.push(0, 0, frame(8, 1007), 0); // made against keyframe 7, still crossing
-  order.push(0, 0, frame(10, 1009), 0); // made against frame 9, which never comes
   now = 30;
   await new Promise((r) => setTimeout(r, 60));
   assert.deepEqual(handled, [], "held past the usual 25 ms");
-  // The keyframe applies: frame 8 follows it, and frame 10, whose usual wait is over, is
-  // handled at once (reported missing).
+  order.push(30, 30000, frame(10, 1009), 0); // made against frame 9, which never comes
+  // The keyframe applies 10 ms later: frame 8 follows it, and frame 10 is now due at the end
+  // of its usual wait (55 ms), by the timer, not a second after it came.
+  now = 40;
   held.add(1007);
   pictured = true;
-  order.push(30, 30000, frame(7, null), 0);
-  assert.deepEqual(handled, [7, 8, 10]);
+  order.push(40, 40000, frame(7, null), 0);
+  assert.deepEqual(handled, [7, 8]);
+  now = 60;
+  await new Promise((r) => setTimeout(r, 40));
+  assert.deepEqual(handled, [7, 8, 10], "reported missing at the end of its usual wait");
   order.reset();
 });
 
