@@ -633,10 +633,7 @@ fn an_unchanged_frame_that_overtakes_the_keyframe_waits_for_it() {
 #[test]
 fn before_its_first_picture_a_viewer_waits_longer_for_the_keyframe() {
     for keyframe_comes in [true, false] {
-        set_clock(1_000);
-        let units = chained_units(4);
-        let mut viewer = welcomed_viewer(now());
-        while viewer.poll_event().is_some() {}
+        let (units, mut viewer) = chain_and_viewer(4);
         viewer.handle_unit(now(), &units[1]);
         set_clock(now() + 10 * BASE_WAIT_US);
         viewer.handle_timeout(now());
@@ -1382,6 +1379,16 @@ fn chained_units(n: usize) -> Vec<Vec<u8>> {
     units
 }
 
+/// At 1 ms on the clock, `n` chained frame units and a welcomed viewer that has reported
+/// nothing yet.
+fn chain_and_viewer(n: usize) -> (Vec<Vec<u8>>, ViewerSession) {
+    set_clock(1_000);
+    let units = chained_units(n);
+    let mut viewer = welcomed_viewer(now());
+    while viewer.poll_event().is_some() {}
+    (units, viewer)
+}
+
 /// The frames the viewer reported since the last call: (seq, what `f` reads of each).
 fn shown_by(v: &mut ViewerSession, f: impl Fn(&Shown) -> bool) -> Vec<(u64, bool)> {
     std::iter::from_fn(|| v.poll_event())
@@ -1408,10 +1415,7 @@ fn shown_base_missing(v: &mut ViewerSession) -> Vec<(u64, bool)> {
 #[test]
 fn a_frame_after_a_lost_one_is_reported_missing_at_once() {
     for after_loss in [false, true] {
-        set_clock(1_000);
-        let units = chained_units(3);
-        let mut viewer = welcomed_viewer(now());
-        while viewer.poll_event().is_some() {}
+        let (units, mut viewer) = chain_and_viewer(3);
         // The keyframe comes; the first delta is lost; the second names it.
         viewer.handle_unit(now(), &units[0]);
         match after_loss {
