@@ -314,10 +314,13 @@ impl DeliveryRate {
         // applying this only while a frame sent before any estimate was in flight gave a
         // p99 of 482 ms against 405 (medians of six runs; BENCHMARKS.md, "A viewer's first
         // picture").
+        // With the cap of `cap_busy` (what is in flight, from now), from one estimate.
         let e = self.estimate();
-        let crossed = arrived.saturating_sub(e.min_rtt_us);
-        self.busy_until_us = self.busy_until_us.max(crossed + e.time_us(self.inflight));
-        self.cap_busy(now);
+        let (crossed, left) = (
+            arrived.saturating_sub(e.min_rtt_us),
+            e.time_us(self.inflight),
+        );
+        self.busy_until_us = self.busy_until_us.max(crossed + left).min(now + left);
     }
 
     /// How long the viewer usually holds a frame before acknowledging it (µs): the median of
@@ -387,13 +390,23 @@ impl DeliveryRate {
         }
     }
 
-    /// More is in flight than the bandwidth-delay product and what the path carries while the
-    /// viewer holds a frame (as the budget counts it: a frame being decoded is off the path),
-    /// under an estimate.
-    pub fn fills_path(&self) -> bool {
+    /// A frame was refused by the count of frames in flight: as [`DeliveryRate::refused`]
+    /// when more is in flight than the bandwidth-delay product and what the path carries while
+    /// the viewer holds a frame (as the budget counts it: a frame being decoded is off the
+    /// path), under an estimate.
+    pub fn refused_if_full(&mut self) {
         let e = self.estimate();
-        let hold = self.holds.iter().copied().min().unwrap_or(0);
-        e.rate_bytes_per_s > 0 && self.inflight > e.bdp_bytes() + bytes_in(e.rate_bytes_per_s, hold)
+        let rate = e.rate_bytes_per_s;
+        if rate > 0 && self.inflight > e.bdp_bytes() + self.hold_bytes(rate) {
+            self.refused = true;
+        }
+    }
+
+    /// What the path carries at `rate` in the shortest time the viewer recently held a frame.
+    /// The shortest, not the median: frames queued at a viewer slower than the content would
+    /// make the median grow, and the budget with it.
+    fn hold_bytes(&self, rate: u64) -> u64 {
+        bytes_in(rate, self.holds.iter().copied().min().unwrap_or(0))
     }
 
     /// When the path is estimated to have sent every frame in flight (µs): each frame sent
@@ -574,14 +587,11 @@ impl DeliveryRate {
             let frame = self.frames.iter().copied().max().unwrap_or(0);
             let bdp = bytes_in(rate, min_rtt);
             // A frame the viewer is decoding is still unacknowledged but no longer on the
-            // path: what the path carries meanwhile is room too. The shortest recent hold,
-            // not the median: frames queued at a viewer slower than the content would make
-            // the median grow, and the budget with it.
-            let hold = self.holds.iter().copied().min().unwrap_or(0);
+            // path: what the path carries meanwhile is room too.
             (2 * bdp)
                 .max(bdp + frame)
                 .max((4 * frame).min(SMALL_FRAMES_FLOOR))
-                + bytes_in(rate, hold)
+                + self.hold_bytes(rate)
         };
         LinkEstimate {
             rate_bytes_per_s: rate,

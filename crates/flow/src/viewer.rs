@@ -486,9 +486,7 @@ impl ViewerFlow {
             // path was not taken as measured, each frame went at the ACK of the one two before
             // it, a whole frame queued ahead of it, and every frame took two crossings
             // (BENCHMARKS.md, "A viewer's first picture").
-            if b.fills_path() {
-                b.refused();
-            }
+            b.refused_if_full();
         }
         let probe_at = self.stall_probe_at();
         self.probe_wake_us = probe_at.filter(|&t| t > now_us);

@@ -70,6 +70,16 @@ struct Waiting {
     packets: Vec<Packet>,
 }
 
+impl Waiting {
+    /// When its wait is over: the usual wait once the viewer holds a picture (`held`).
+    fn due(&self, held: bool) -> u64 {
+        match held {
+            true => self.usual,
+            false => self.until,
+        }
+    }
+}
+
 /// What the viewer declares in its Hello.
 #[derive(Debug, Clone)]
 pub struct ViewerHello {
@@ -380,14 +390,14 @@ impl ViewerSession {
             true => None,
             false => self.offset.min_rtt_us(),
         };
+        let held = self.has_picture();
         let ready = self
             .waiting
             .iter()
             .enumerate()
             .filter(|(_, w)| {
                 self.sum == Some(w.base)
-                    || w.until <= now
-                    || (self.has_picture() && w.usual <= now)
+                    || w.due(held) <= now
                     || rtt.is_some_and(|rtt| self.gave_up(w.base, w.recv_us, rtt))
             })
             .min_by_key(|(_, w)| w.seq)
@@ -417,12 +427,12 @@ impl ViewerSession {
             .any(|&(s, at)| s == base && recv_us < at + rtt)
     }
 
-    /// Whether a kept picture has checksum `sum`.
     /// A picture is held or kept: the first keyframe has come ([`FIRST_PICTURE_WAIT_US`]).
     fn has_picture(&self) -> bool {
         self.sum.is_some() || !self.kept.is_empty()
     }
 
+    /// Whether a kept picture has checksum `sum`.
     fn holds(&self, sum: u64) -> bool {
         self.kept.iter().any(|(s, _)| *s == sum)
     }
@@ -514,11 +524,7 @@ impl ViewerSession {
     /// time.
     pub fn poll_timeout(&self) -> Option<u64> {
         let held = self.has_picture();
-        let wait = self
-            .waiting
-            .iter()
-            .map(|w| if held { w.usual } else { w.until })
-            .min();
+        let wait = self.waiting.iter().map(|w| w.due(held)).min();
         let ping = self.welcomed.then(|| self.pings.next_at());
         match (ping, wait) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -49,6 +49,11 @@ interface Waiting extends Unit {
   usual: number;
 }
 
+/** When a waiting unit's wait is over: the usual wait once a picture is held. */
+function due(w: Waiting, pictured: boolean): number {
+  return pictured ? w.usual : w.until;
+}
+
 /** The pictures this viewer kept, by checksum, oldest first. */
 export class KeptPictures {
   private kept: Array<{ sum: v1.U64; saved: SavedPicture }> = [];
@@ -200,8 +205,7 @@ export class UnitOrder {
       const pictured = this.hasPicture();
       let ready: Waiting | null = null;
       for (const w of this.waiting) {
-        const due = pictured ? w.usual : w.until;
-        const go = due <= now || this.holds(w.base) || this.gaveUp(w.base, w.recvMs);
+        const go = due(w, pictured) <= now || this.holds(w.base) || this.gaveUp(w.base, w.recvMs);
         if (go && (ready === null || w.seq < ready.seq)) ready = w;
       }
       if (ready === null) break;
@@ -212,7 +216,7 @@ export class UnitOrder {
     this.timer = null;
     if (this.waiting.length > 0) {
       const pictured = this.hasPicture();
-      const next = Math.min(...this.waiting.map((w) => (pictured ? w.usual : w.until)));
+      const next = Math.min(...this.waiting.map((w) => due(w, pictured)));
       this.timer = setTimeout(() => this.release(), Math.max(0, next - this.nowMs()));
     }
   }
