@@ -89,6 +89,8 @@ const HOLDS: usize = 16;
 /// Frames sent and not yet acknowledged that are remembered; the in-flight limit keeps far
 /// fewer in flight. Beyond, the oldest is forgotten (counted as settled).
 const SENT_MAX: usize = 64;
+/// Frames given up on that are remembered for a late ACK.
+pub(crate) const GIVEN_UP: usize = 8;
 
 #[derive(Debug, Clone, Copy)]
 struct Sent {
@@ -170,6 +172,10 @@ impl LinkEstimate {
 #[derive(Debug, Clone, Default)]
 pub struct DeliveryRate {
     sent: VecDeque<Sent>,
+    /// The last [`GIVEN_UP`] frames given up on ([`DeliveryRate::forget`]), oldest first: a
+    /// late ACK is a sample all the same ([`DeliveryRate::on_late_ack`]). Those still crossing
+    /// (`true`) still count in `inflight`.
+    given_up: VecDeque<(Sent, bool)>,
     delivered: u64,
     delivered_at_us: u64,
     /// When the frame acknowledged last was sent.
@@ -260,15 +266,62 @@ impl DeliveryRate {
     /// taken to be faster than a minimum RTT after its frame was sent: a viewer that says it
     /// held a frame longer than that cannot make the path look faster than it is.
     pub fn on_ack_held(&mut self, id: u64, now: u64, held_us: u64) {
+        self.on_ack_keeping(id, now, held_us, |_| false);
+    }
+
+    /// As [`DeliveryRate::on_ack_held`], where the frames sent before `id` that `stays` names
+    /// (in flight, or given up on while still crossing) are still crossing (it overtook
+    /// them).
+    pub fn on_ack_keeping(&mut self, id: u64, now: u64, held_us: u64, stays: impl Fn(u64) -> bool) {
         self.clock_us = self.clock_us.max(now);
         let Some(pos) = self.sent.iter().position(|s| s.id == id) else {
             return;
         };
-        for s in self.sent.drain(..pos) {
-            self.inflight = self.inflight.saturating_sub(s.bytes);
-        }
-        let s = self.sent.pop_front().expect("found above");
+        let s = self.sent.remove(pos).expect("found above");
         self.inflight = self.inflight.saturating_sub(s.bytes);
+        let mut i = 0;
+        let inflight = &mut self.inflight;
+        self.sent.retain(|x| {
+            i += 1;
+            let settled = i <= pos && !stays(x.id);
+            if settled {
+                *inflight = inflight.saturating_sub(x.bytes);
+            }
+            !settled
+        });
+        // Frames given up on that were still crossing are settled as the ones in flight are.
+        for (x, crossing) in self.given_up.iter_mut() {
+            if *crossing && !stays(x.id) {
+                *crossing = false;
+                self.inflight = self.inflight.saturating_sub(x.bytes);
+            }
+        }
+        self.sample(s, now, held_us);
+    }
+
+    /// The ACK of `id`, one of the frames given up on ([`DeliveryRate::forget`]): its
+    /// sample is taken as any other (see `ViewerFlow::settle_late`); it is no longer in
+    /// flight.
+    /// An `overtaking` ACK (its frame arrived before its base) settles that frame alone: the
+    /// ones given up on before it may still be crossing.
+    pub fn on_late_ack(&mut self, id: u64, now: u64, held_us: u64, overtaking: bool) {
+        self.clock_us = self.clock_us.max(now);
+        let Some(i) = self.given_up.iter().position(|(s, _)| s.id == id) else {
+            return;
+        };
+        let (s, _) = self.given_up[i];
+        let from = if overtaking { i } else { 0 };
+        for (x, crossing) in self.given_up.drain(from..=i) {
+            if crossing {
+                self.inflight = self.inflight.saturating_sub(x.bytes);
+            }
+        }
+        self.sample(s, now, held_us);
+    }
+
+    /// The rate, round-trip and busy-time samples of frame `s`, acknowledged at `now` by an
+    /// ACK sent `held_us` after it arrived.
+    fn sample(&mut self, s: Sent, now: u64, held_us: u64) {
         // Before a ping has come back nothing bounds the claim: it is not taken.
         let fastest = match self.path_min_rtt_us() {
             0 => now,
@@ -372,13 +425,42 @@ impl DeliveryRate {
         push_window(&mut self.rtts, now, rtt_us, MIN_RTT_WINDOW_US);
     }
 
-    /// Frames given up on at `now` (an ACK timeout): no longer in flight.
-    pub fn forget_before(&mut self, id: u64, now: u64) {
-        while self.sent.front().is_some_and(|s| s.id < id) {
+    /// Frame `id` was given up on at `now` (an ACK timeout), with the frames sent before it:
+    /// no longer in flight. One `crossing` (on a transport stream of its own, which delivers
+    /// it however slowly) still counts in the bytes in flight until an ACK settles it (its
+    /// own, or a later frame's) or [`DeliveryRate::stop_waiting_before`] gives it up for good.
+    /// Its bytes are on the path, and a frame sent in their place would queue behind them.
+    pub fn forget(&mut self, id: u64, crossing: bool, now: u64) {
+        while self.sent.front().is_some_and(|s| s.id <= id) {
             let s = self.sent.pop_front().expect("front exists");
-            self.inflight = self.inflight.saturating_sub(s.bytes);
+            let crossing = crossing && s.id == id;
+            if !crossing {
+                self.inflight = self.inflight.saturating_sub(s.bytes);
+            }
+            if self.given_up.len() >= GIVEN_UP {
+                if let Some((old, true)) = self.given_up.pop_front() {
+                    self.inflight = self.inflight.saturating_sub(old.bytes);
+                }
+            }
+            self.given_up.push_back((s, crossing));
         }
         self.cap_busy(now);
+    }
+
+    /// Frames given up on that were still crossing ([`DeliveryRate::forget`]) and were sent
+    /// at `t` or before are given up for good: their bytes no longer count in flight.
+    pub fn stop_waiting_before(&mut self, t: u64) {
+        for (x, crossing) in self.given_up.iter_mut() {
+            if *crossing && x.at_us <= t {
+                *crossing = false;
+                self.inflight = self.inflight.saturating_sub(x.bytes);
+            }
+        }
+    }
+
+    /// When the oldest frame given up on while still crossing was sent, if any.
+    pub fn oldest_crossing_sent_us(&self) -> Option<u64> {
+        self.given_up.iter().find(|(_, c)| *c).map(|(x, _)| x.at_us)
     }
 
     /// There was no room ([`DeliveryRate::has_room`] said no): the next frame sent waited for
@@ -605,7 +687,7 @@ impl DeliveryRate {
     /// frame larger than the bandwidth-delay product is in flight on a path that limits, the path
     /// is not estimated to be busy with earlier frames for longer than the minimum RTT (or
     /// [`QUEUE_AHEAD_MIN_US`]). Before the first ACK, while fewer than [`FIRST_FRAMES`] are in
-    /// flight.
+    /// flight, those given up on while still crossing counted ([`DeliveryRate::forget`]).
     ///
     /// The budget alone lets a frame go while up to a budget is in flight, so with frames
     /// larger than the product (a lossless video on 10 Mbit/s) two whole frames queued, and on
@@ -615,7 +697,7 @@ impl DeliveryRate {
     pub fn has_room(&self, now: u64) -> bool {
         let e = self.estimate();
         match e.budget_bytes {
-            0 => self.sent.len() < FIRST_FRAMES,
+            0 => self.sent.len() + self.given_up.iter().filter(|(_, c)| *c).count() < FIRST_FRAMES,
             b => self.inflight < b && self.room_with(&e).is_none_or(|t| now >= t),
         }
     }
@@ -990,7 +1072,7 @@ mod tests {
         for id in 5..8 {
             d.on_sent(id, frame, ms(800));
         }
-        d.forget_before(7, ms(900));
+        d.forget(6, false, ms(900));
         let left = frame * 1_000_000 / d.estimate().rate_bytes_per_s;
         assert!(d.busy_until_us <= ms(900) + left, "{}", d.busy_until_us);
     }

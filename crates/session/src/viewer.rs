@@ -41,9 +41,10 @@ pub const AFTER_LOSS_WAIT_US: u64 = 0;
 /// (BENCHMARKS.md, "A viewer's first picture"). Keyframes go on streams, which are not lost;
 /// one the host reset (a newer keyframe superseded it) is overtaken by that one. Once the
 /// viewer holds a picture, frames still waiting are held only the usual wait. A keyframe
-/// that takes longer than this to cross (6 MB at 50 Mbit/s) has frames reported behind it as
-/// before. After a resize the viewer still holds the old picture until the new keyframe, so
-/// the usual wait applies there.
+/// that takes longer than this to cross (6 MB at 50 Mbit/s) has frames reported behind it;
+/// the host then keeps the keyframe in flight, as the repair of those frames
+/// (`framewire_flow::ViewerFlow::on_ack_overtaking`). After a resize the viewer still holds
+/// the old picture until the new keyframe, so the usual wait applies there.
 pub const FIRST_PICTURE_WAIT_US: u64 = 1_000_000;
 /// Frames held at once waiting for their base; beyond, the oldest is reported missing.
 const WAITING_MAX: usize = 4;

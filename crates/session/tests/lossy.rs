@@ -1627,7 +1627,9 @@ fn ack_at(host: &mut HostSession<V1Wire>, t: u64, seq: u64, status: AckStatus) {
 
 /// A keyframe the viewer has not answered covers the frames after it that come back with a
 /// missing base (they overtook it) for as long as it may take to cross: with nothing measured
-/// yet, the ACK timeout (500 ms here). Within it no other keyframe is sent; past it, one is.
+/// yet, the ACK timeout (500 ms here), and beyond, while it is in flight on its stream (each
+/// report it covers starts its ACK timeout again). Within that no other keyframe is sent;
+/// once it is given up on, one is.
 #[test]
 fn an_unanswered_keyframe_covers_the_frames_after_it_for_a_while() {
     let mut host = host(caps::ALL);
@@ -1652,11 +1654,21 @@ fn an_unanswered_keyframe_covers_the_frames_after_it_for_a_while() {
         Plan::Delta,
         "covered by the keyframe"
     );
-    ack_at(&mut host, 600_000, 2, AckStatus::BaseMissing);
+    ack_at(&mut host, 550_000, 2, AckStatus::BaseMissing);
     assert_eq!(
-        send(&mut host, 600_000),
+        send(&mut host, 550_000),
+        Plan::Delta,
+        "past its patience, covered while it is on its stream"
+    );
+    assert_eq!(host.flow_stats().bases_missing, 0);
+    // No answer for an ACK timeout: the keyframe is given up on, and the frames after it.
+    assert!(host.can_send(1_100_000));
+    assert_eq!(host.flow_stats().ack_timeouts, 3, "frames 0, 3 and 4");
+    ack_at(&mut host, 1_100_000, 3, AckStatus::BaseMissing);
+    assert_eq!(
+        send(&mut host, 1_100_000),
         Plan::Keyframe { forced: true },
-        "past its patience the keyframe is taken as lost"
+        "given up on, the keyframe covers no more"
     );
     assert_eq!(host.flow_stats().bases_missing, 1);
 }
