@@ -1058,8 +1058,9 @@ impl<W: Wire> HostSession<W> {
     }
 
     /// Settles an ACK the viewer sent `held` µs after frame `id` arrived, in the flow; its
-    /// RTT if it was in flight or among the last frames given up on (a late ACK). `overtaking`: the frame arrived before its base, and the frames
-    /// before it on streams of their own are still crossing ([`ViewerFlow::on_ack_overtaking`]).
+    /// RTT if it was in flight or among the last frames given up on (a late ACK).
+    /// `overtaking`: the frame arrived before its base, and a keyframe before it on a stream of
+    /// its own is still crossing ([`ViewerFlow::on_ack_overtaking`]).
     fn ack(&mut self, now: u64, id: u64, held: u64, overtaking: bool) -> Option<u64> {
         let outcome = if overtaking {
             self.flow.on_ack_overtaking(id, now, held)

@@ -345,7 +345,8 @@ fn every_applied_picture_is_exact_under_loss_reordering_and_duplication() {
         // Frames after a lost one are made against the picture the viewer acknowledged, so
         // they apply without it: few frames ever miss their base. A lost keyframe (QUIC loses
         // none: it resets only superseded streams) is waited for, as one that is only late,
-        // for up to the ACK timeout: 500 ms of frames.
+        // for up to the ACK timeout (500 ms of frames), counted again from each report it
+        // covers (four at most).
         assert!(o.rebased > 0, "seed {seed}: {o:?}");
         assert!(
             o.bases_missing * 20 <= o.source_frames + 20 * 32 * o.keyframes_lost,
