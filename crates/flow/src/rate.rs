@@ -227,8 +227,10 @@ impl DeliveryRate {
                 self.inflight = self.inflight.saturating_sub(old.bytes);
             }
         }
-        if self.sent.is_empty() {
-            // Nothing was in flight: the time since the last ACK is idle, not delivery.
+        if self.sent.is_empty() && !self.given_up.iter().any(|(_, crossing)| *crossing) {
+            // Nothing was in flight: the time since the last ACK is idle, not delivery. (A
+            // frame given up on while crossing is in flight: its late ACK, counted over the
+            // time since this send alone, made a sample of 7 times the path in a unit test.)
             self.delivered_at_us = now;
             self.acked_sent_us = now;
         }
@@ -289,14 +291,26 @@ impl DeliveryRate {
             }
             !settled
         });
-        // Frames given up on that were still crossing are settled as the ones in flight are.
+        // Frames given up on are settled as the ones in flight are.
+        let inflight = &mut self.inflight;
+        self.given_up.retain(|&(x, crossing)| {
+            let settled = !stays(x.id);
+            if settled && crossing {
+                *inflight = inflight.saturating_sub(x.bytes);
+            }
+            !settled
+        });
+        self.sample(s, now, held_us);
+    }
+
+    /// A frame was sent that supersedes every frame before it (the transport gives up on
+    /// them): those given up on no longer count as crossing.
+    pub fn on_superseded(&mut self) {
         for (x, crossing) in self.given_up.iter_mut() {
-            if *crossing && !stays(x.id) {
-                *crossing = false;
+            if std::mem::take(crossing) {
                 self.inflight = self.inflight.saturating_sub(x.bytes);
             }
         }
-        self.sample(s, now, held_us);
     }
 
     /// The ACK of `id`, one of the frames given up on ([`DeliveryRate::forget`]): its
@@ -334,7 +348,8 @@ impl DeliveryRate {
         self.holds.push_back(now - arrived);
         self.delivered += s.bytes;
         self.delivered_at_us = self.delivered_at_us.max(arrived);
-        self.acked_sent_us = s.at_us;
+        // A late ACK is for a frame sent before the last one acknowledged.
+        self.acked_sent_us = self.acked_sent_us.max(s.at_us);
         // The sample's times are the arrival's; what is still in flight, the ACK's.
         let at = self.delivered_at_us;
         if s.limited {

@@ -83,8 +83,8 @@ pub struct ViewerFlowStats {
     pub skipped: u64,
     pub acks: u64,
     /// ACKs for frames that were neither in flight nor among the last frames given up on:
-    /// already settled by the ACK of a frame that overtook them (rebuilt from datagrams after
-    /// a later one arrived), or a confused or hostile viewer.
+    /// already settled by the ACK of a frame that overtook them (rebuilt from datagrams, or on
+    /// a stream, after a later one arrived), or a confused or hostile viewer.
     pub unknown_acks: u64,
     /// In-flight frames given up on after `ack_timeout_us` without an ACK.
     pub ack_timeouts: u64,
@@ -310,7 +310,8 @@ pub const PROBE_EVERY_US: u64 = 25_000;
 /// frame of 1.5 MB behind it (the first frames allowed), acknowledged 2.5 and 3.4 s later.
 /// Given up on at 2 s, their bytes left the budget: two more frames went, queued behind them
 /// and were given up on in turn, and frames took 2.8 s to be shown instead of 1.4 for the
-/// whole run (BENCHMARKS.md, "An overtaken keyframe stays in flight").
+/// whole run (BENCHMARKS.md, "An overtaken keyframe stays in flight"). The host marks only
+/// keyframes so: the delta behind it still leaves the budget, and one frame goes in its place.
 const OWN_STREAM_TIMEOUTS: u64 = 4;
 
 impl ViewerFlow {
@@ -808,10 +809,10 @@ impl ViewerFlow {
     }
 
     /// As [`ViewerFlow::on_ack_held`], for the ACK of a frame that arrived before its base
-    /// and could not apply (named bases): it overtook the frames before it. Those that went as
-    /// datagrams are settled (lost, or they would have been its base), but not those on
-    /// streams of their own, which are still crossing: their ACK timeout starts again, as the
-    /// viewer answers. A 3.3 MB keyframe crossing 50 Mbit/s for over half a second was
+    /// and could not apply (named bases): it overtook the frames before it. They are settled
+    /// (lost, or they would have been its base), but not those sent with
+    /// [`ViewerFlow::on_sent_on_own_stream`] (the host sends keyframes so), which are still
+    /// crossing: their ACK timeout starts again, as the viewer answers. A 3.3 MB keyframe crossing 50 Mbit/s for over half a second was
     /// overtaken by a small frame; taken as settled, its bytes left the budget, and the host
     /// sent two frames of 1.7 MB behind it (BENCHMARKS.md, "A viewer's first picture").
     pub fn on_ack_overtaking(&mut self, seq: u64, now_us: u64, held_us: u64) -> AckOutcome {
@@ -847,9 +848,27 @@ impl ViewerFlow {
             self.stats.unacked_passed += settled as u64;
             !settled
         });
+        if !overtaking {
+            // Frames given up on before it are settled too (a later ACK of one is unknown).
+            self.given_up.retain(|&(s, _)| s > seq);
+        }
         let rtt = now_us.saturating_sub(acked.sent_us);
         self.rtt_us.push(rtt as f64);
         AckOutcome::Rtt(rtt)
+    }
+
+    /// A frame was sent that needs none before it, and the transport gives up on those still
+    /// crossing (QUIC resets their streams): none of them is kept in flight as on a stream of
+    /// its own any more. A keyframe given up on and then replaced by another kept its place
+    /// among the first frames, and the new one's deltas went only once the new one was
+    /// acknowledged.
+    pub fn on_superseded(&mut self) {
+        for f in self.inflight.iter_mut() {
+            f.own_stream = false;
+        }
+        if let Some(b) = &mut self.bytes {
+            b.on_superseded();
+        }
     }
 
     /// The ACK of frame `seq`, not in flight: one given up on after the ACK timeout was late,
@@ -1114,7 +1133,7 @@ mod tests {
         assert_eq!((v.inflight(), v.stats().ack_timeouts), (0, 1));
         assert!(!v.crossing_on_own_stream(2));
         assert_eq!(in_flight(&v), 3_000_000);
-        // A frame that overtook it leaves them; its own ACK, late, settles them.
+        // A frame that overtook it leaves it; its own ACK, late, settles it.
         v.on_sent(4, 500, 3_000_000);
         v.on_ack_overtaking(4, 3_100_000, 0);
         assert_eq!(in_flight(&v), 3_000_000);
@@ -1123,12 +1142,12 @@ mod tests {
         assert_eq!((v.stats().late_acks, v.stats().unknown_acks), (1, 0));
         // An ACK in order settles the frames before it on streams of their own, in flight or
         // given up on.
-        v.on_sent_on_own_stream(5, 3_000, 3_000_000);
-        v.can_send(5_000_000);
+        v.on_sent_on_own_stream(5, 3_000, 3_300_000);
+        v.can_send(5_300_000);
         assert_eq!((v.inflight(), in_flight(&v)), (0, 3_000));
-        v.on_sent_on_own_stream(6, 3_000, 5_000_000);
-        v.on_sent(7, 3_000, 5_010_000);
-        v.on_ack(7, 5_100_000);
+        v.on_sent_on_own_stream(6, 3_000, 5_300_000);
+        v.on_sent(7, 3_000, 5_310_000);
+        v.on_ack(7, 5_400_000);
         assert_eq!((v.inflight(), in_flight(&v)), (0, 0));
         // One never answered stops counting after four ACK timeouts.
         v.on_sent_on_own_stream(8, 4_000, 6_000_000);
@@ -1176,6 +1195,7 @@ mod tests {
         assert_eq!(in_flight(&v), 2_700_000);
         assert_eq!(v.on_ack(0, 2_500_000), AckOutcome::Rtt(2_500_000));
         assert_eq!(in_flight(&v), 0);
+        assert!(v.link_estimate().expect("a budget").rate_bytes_per_s > 0);
         assert_eq!((v.stats().late_acks, v.stats().unknown_acks), (2, 0));
     }
 
@@ -1204,23 +1224,44 @@ mod tests {
         assert_eq!(v.inflight(), 1);
     }
 
-    /// Before anything is measured, the first frames, given up on while on streams of their
-    /// own, still hold their place: no frame goes in their stead before an ACK comes (on the
-    /// Mandelbrot zoom at 10 Mbit/s, a keyframe of 2.7 MB and a frame of 1.5 MB behind it were
-    /// acknowledged 2.5 and 3.4 s after they were sent).
+    /// Before anything is measured, a keyframe given up on while on its stream still holds
+    /// its place among the first frames: with the delta behind it given up on too, one frame
+    /// goes in the delta's place, not two (on the Mandelbrot zoom at 10 Mbit/s a keyframe of
+    /// 2.7 MB and a delta of 1.5 MB behind it were acknowledged 2.5 and 3.4 s after they were
+    /// sent). Its late ACK then measures the path at its rate, not over the time since the
+    /// frame sent after it.
     #[test]
     fn the_first_frames_given_up_on_while_crossing_hold_their_place() {
         let mut v = flow().with_byte_budget();
         v.on_sent_on_own_stream(0, 2_700_000, 0);
-        v.on_sent_on_own_stream(1, 1_500_000, 150_000);
+        v.on_sent(1, 1_500_000, 150_000);
         assert!(!v.can_send(1_000_000));
-        assert!(!v.can_send(2_200_000));
+        assert!(v.can_send(2_150_000));
         assert_eq!((v.inflight(), v.stats().ack_timeouts), (0, 2));
-        // The keyframe's ACK, late, measures the path; the frame behind it still counts.
+        v.on_sent(2, 300, 2_150_000);
+        assert!(!v.can_send(2_160_000), "the keyframe's place is kept");
         assert_eq!(v.on_ack(0, 2_500_000), AckOutcome::Rtt(2_500_000));
+        assert_eq!(v.on_ack(2, 2_520_000), AckOutcome::Rtt(370_000));
         let e = v.link_estimate().expect("a budget");
-        assert!(e.rate_bytes_per_s > 0, "{e:?}");
-        assert_eq!(e.inflight_bytes, 1_500_000);
+        // 2.7 MB in 2.5 s: about 1.08 MB/s, not 2.7 MB over the 0.37 s since frame 2 went.
+        assert!((900_000..1_300_000).contains(&e.rate_bytes_per_s), "{e:?}");
+        assert_eq!(e.inflight_bytes, 0);
+    }
+
+    /// A frame that supersedes those before it (the transport gives up on them) ends the
+    /// count of a keyframe given up on while crossing, and keeps none in flight as on its
+    /// stream.
+    #[test]
+    fn a_frame_that_supersedes_the_others_ends_the_wait_for_them() {
+        let mut v = flow().with_byte_budget();
+        v.on_sent_on_own_stream(0, 2_700_000, 0);
+        v.can_send(2_000_000);
+        v.on_sent_on_own_stream(1, 2_700_000, 2_000_000);
+        let in_flight = |v: &ViewerFlow| v.link_estimate().expect("a budget").inflight_bytes;
+        assert_eq!(in_flight(&v), 5_400_000);
+        v.on_superseded();
+        assert_eq!(in_flight(&v), 2_700_000);
+        assert!(!v.crossing_on_own_stream(1));
     }
 
     #[test]

@@ -791,6 +791,8 @@ impl<W: Wire> HostSession<W> {
             LastSent::Other
         };
         if independent {
+            // The transport gives up on the frames before it (QUIC resets their streams).
+            self.flow.on_superseded();
             let patience = self.flow.crossing_time_us(bytes);
             self.bases.repair_sent(f.seq, now, patience);
             // It needs nothing in flight, so no frame waiting for a lost packet.
