@@ -227,7 +227,7 @@ impl DeliveryRate {
                 self.inflight = self.inflight.saturating_sub(old.bytes);
             }
         }
-        if self.sent.is_empty() && !self.given_up.iter().any(|(_, crossing)| *crossing) {
+        if self.sent.is_empty() && self.crossing_given_up().next().is_none() {
             // Nothing was in flight: the time since the last ACK is idle, not delivery. (A
             // frame given up on while crossing is in flight: its late ACK, counted over the
             // time since this send alone, made a sample of 7 times the path in a unit test.)
@@ -281,11 +281,9 @@ impl DeliveryRate {
         };
         let s = self.sent.remove(pos).expect("found above");
         self.inflight = self.inflight.saturating_sub(s.bytes);
-        let mut i = 0;
         let inflight = &mut self.inflight;
         self.sent.retain(|x| {
-            i += 1;
-            let settled = i <= pos && !stays(x.id);
+            let settled = x.id < id && !stays(x.id);
             if settled {
                 *inflight = inflight.saturating_sub(x.bytes);
             }
@@ -306,8 +304,19 @@ impl DeliveryRate {
     /// A frame was sent that supersedes every frame before it (the transport gives up on
     /// them): those given up on no longer count as crossing.
     pub fn on_superseded(&mut self) {
+        self.stop_counting(|_| true);
+    }
+
+    /// The frames given up on that still count as crossing, oldest first.
+    fn crossing_given_up(&self) -> impl Iterator<Item = &Sent> {
+        self.given_up.iter().filter(|(_, c)| *c).map(|(x, _)| x)
+    }
+
+    /// Frames given up on while crossing that `gone` names no longer count in flight.
+    fn stop_counting(&mut self, gone: impl Fn(&Sent) -> bool) {
         for (x, crossing) in self.given_up.iter_mut() {
-            if std::mem::take(crossing) {
+            if *crossing && gone(x) {
+                *crossing = false;
                 self.inflight = self.inflight.saturating_sub(x.bytes);
             }
         }
@@ -315,8 +324,7 @@ impl DeliveryRate {
 
     /// The ACK of `id`, one of the frames given up on ([`DeliveryRate::forget`]): its
     /// sample is taken as any other (see `ViewerFlow::settle_late`); it is no longer in
-    /// flight.
-    /// An `overtaking` ACK (its frame arrived before its base) settles that frame alone: the
+    /// flight. An `overtaking` ACK (its frame arrived before its base) settles that frame alone: the
     /// ones given up on before it may still be crossing.
     pub fn on_late_ack(&mut self, id: u64, now: u64, held_us: u64, overtaking: bool) {
         self.clock_us = self.clock_us.max(now);
@@ -465,17 +473,12 @@ impl DeliveryRate {
     /// Frames given up on that were still crossing ([`DeliveryRate::forget`]) and were sent
     /// at `t` or before are given up for good: their bytes no longer count in flight.
     pub fn stop_waiting_before(&mut self, t: u64) {
-        for (x, crossing) in self.given_up.iter_mut() {
-            if *crossing && x.at_us <= t {
-                *crossing = false;
-                self.inflight = self.inflight.saturating_sub(x.bytes);
-            }
-        }
+        self.stop_counting(|x| x.at_us <= t);
     }
 
     /// When the oldest frame given up on while still crossing was sent, if any.
     pub fn oldest_crossing_sent_us(&self) -> Option<u64> {
-        self.given_up.iter().find(|(_, c)| *c).map(|(x, _)| x.at_us)
+        self.crossing_given_up().next().map(|x| x.at_us)
     }
 
     /// There was no room ([`DeliveryRate::has_room`] said no): the next frame sent waited for
@@ -712,7 +715,7 @@ impl DeliveryRate {
     pub fn has_room(&self, now: u64) -> bool {
         let e = self.estimate();
         match e.budget_bytes {
-            0 => self.sent.len() + self.given_up.iter().filter(|(_, c)| *c).count() < FIRST_FRAMES,
+            0 => self.sent.len() + self.crossing_given_up().count() < FIRST_FRAMES,
             b => self.inflight < b && self.room_with(&e).is_none_or(|t| now >= t),
         }
     }

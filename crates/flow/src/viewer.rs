@@ -836,11 +836,9 @@ impl ViewerFlow {
             });
         }
         let acked = self.inflight.remove(pos).expect("found above");
-        let mut i = 0;
         let longest = (OWN_STREAM_TIMEOUTS - 1) * self.ack_timeout_us;
         self.inflight.retain_mut(|f| {
-            i += 1;
-            let before = i <= pos;
+            let before = f.seq < seq;
             if before && stays(f) {
                 f.alive_us = now_us.min(f.sent_us + longest).max(f.alive_us);
             }
@@ -849,8 +847,9 @@ impl ViewerFlow {
             !settled
         });
         if !overtaking {
-            // Frames given up on before it are settled too (a later ACK of one is unknown).
-            self.given_up.retain(|&(s, _)| s > seq);
+            // Frames given up on (all sent before it) are settled too: a later ACK of one is
+            // unknown.
+            self.given_up.clear();
         }
         let rtt = now_us.saturating_sub(acked.sent_us);
         self.rtt_us.push(rtt as f64);

@@ -378,12 +378,19 @@ impl Retained {
     }
 
     /// Whether a missing base reported for frame `seq` at `now` is covered by the repair
-    /// still crossing (see [`Retained::repair_unanswered_since`]).
-    fn repair_covers(&self, seq: u64, now: u64) -> bool {
+    /// still crossing: within its patience (see [`Retained::repair_unanswered_since`]), or
+    /// for as long as it is in flight on a stream of its own (`on_stream`), which only the
+    /// viewer's ACK or the ACK timeout settles (each report covered starts that timeout
+    /// again, four at most). A keyframe of 2.7 MB was acknowledged 2.3–2.5 s after it was
+    /// sent on a 10 Mbit/s path, longer than the patience before any estimate (the ACK
+    /// timeout, 2 s): a frame reported behind it after that would have asked for another, to
+    /// cross behind the first.
+    fn repair_covers(&self, seq: u64, now: u64, on_stream: bool) -> bool {
         seq > self.repaired_at
-            && self
-                .repair_unanswered_since
-                .is_some_and(|t| now.saturating_sub(t) < self.repair_patience_us)
+            && (on_stream
+                || self
+                    .repair_unanswered_since
+                    .is_some_and(|t| now.saturating_sub(t) < self.repair_patience_us))
     }
 }
 
@@ -956,7 +963,10 @@ impl<W: Wire> HostSession<W> {
                 if status == AckStatus::BaseMissing {
                     // Frames sent before the last repair fail too, and so may frames after
                     // it while it is crossing: that repair covers them.
-                    if seq >= self.bases.repaired_at && !self.repair_covers(seq, now) {
+                    let on_stream = self.flow.crossing_on_own_stream(self.bases.repaired_at);
+                    if seq >= self.bases.repaired_at
+                        && !self.bases.repair_covers(seq, now, on_stream)
+                    {
                         self.events.push_back(Event::Count(HostCount::BaseMissing));
                         self.bases.frame_lost_at = Some(now);
                         self.refresh_path(now);
@@ -1044,19 +1054,6 @@ impl<W: Wire> HostSession<W> {
                     .push_back(Event::EndToEnd(sent_at.saturating_sub(cap) + rtt / 2));
             }
         }
-    }
-
-    /// Whether a missing base reported for frame `seq` at `now` is covered by the repair still
-    /// crossing: within its patience ([`Retained::repair_covers`]), or for as long as it is in
-    /// flight on a stream of its own, which only the viewer's ACK or the ACK timeout settles
-    /// (each report covered starts that timeout again, four at most). A keyframe of 2.7 MB was
-    /// acknowledged 2.3–2.5 s after it was sent on a 10 Mbit/s path, longer than the patience
-    /// before any estimate (the ACK timeout, 2 s): a frame reported behind it after that would
-    /// have asked for another, to cross behind the first.
-    fn repair_covers(&self, seq: u64, now: u64) -> bool {
-        let b = &self.bases;
-        b.repair_covers(seq, now)
-            || (seq > b.repaired_at && self.flow.crossing_on_own_stream(b.repaired_at))
     }
 
     /// Settles an ACK the viewer sent `held` µs after frame `id` arrived, in the flow; its
