@@ -32,7 +32,8 @@
 //!   small, the samples show only what was sent; twice the product lets the samples, and so
 //!   the budget, grow each round trip (a congestion window's gain of 2) until the path, not
 //!   the content, limits them.
-//! - **Queue ahead.** A frame larger than the product takes longer than a round trip to cross.
+//! - **Queue ahead.** A frame larger than the product takes longer than a round trip to cross
+//!   (on a path under 5 ms, longer than 5 ms: below that the round trip is the ends').
 //!   While one is in flight on a path that limits ([`DeliveryRate::path_busy_until_us`]), the
 //!   next frame goes only when the path is estimated to be busy with earlier frames for no
 //!   longer than the minimum RTT (at least [`QUEUE_AHEAD_MIN_US`]): when the one before it is
@@ -158,6 +159,33 @@ impl LinkEstimate {
     /// streams: none went as datagrams in 5 of 8 cells, where 295–418 had.
     pub fn burst_bytes(&self) -> u64 {
         2 * bytes_in(self.rate_bytes_per_s, self.min_rtt_us + QUEUE_SEEN_MIN_US)
+    }
+
+    /// What the path holds as far as a sender can tell: the delivery rate over the minimum
+    /// RTT, or over [`QUEUE_SEEN_MIN_US`] where the minimum is shorter. Below that, the round
+    /// trip a sender sees is set by the two ends (the peer's ACK delay, scheduling), not the
+    /// path, and the queue mark allows for it. A frame no larger than this is not taken to
+    /// queue on the path ([`DeliveryRate::path_busy_until_us`]): on an unlimited 1 ms path,
+    /// a 400 kB frame that crosses in 4 ms was, whenever the ends' stalls had shown a queue,
+    /// and the next frame was made again for the viewer alone, against its acknowledged
+    /// picture; on a video each such frame is a whole second encode, and on two shared cores
+    /// they came four to six in a row, 30 ms apart (a trace, BENCHMARKS.md, "A short path").
+    pub fn path_bytes(&self) -> u64 {
+        bytes_in(
+            self.rate_bytes_per_s,
+            self.min_rtt_us.max(QUEUE_SEEN_MIN_US),
+        )
+    }
+
+    /// The window the host bounds the transport's to where the path queues
+    /// ([`DeliveryRate::window_bound`]): twice [`LinkEstimate::path_bytes`], the product
+    /// over the minimum RTT where that is at least [`QUEUE_SEEN_MIN_US`]. Under a bound of
+    /// twice the product over a 0.5 ms minimum, on an unlimited 1 ms path whose smoothed
+    /// round trip was 1.3–3 ms, each frame's sample was the bound per smoothed round trip,
+    /// under the estimate; the estimate fell, the bound with it, to the floor (64 kB for
+    /// 400 kB frames at 770 Mbit/s), and a grey video's p50 went from 15 to 34 ms.
+    pub fn window_bytes(&self) -> u64 {
+        2 * self.path_bytes()
     }
 
     /// How long `bytes` take to cross at the delivery rate (µs; 0 before it is measured).
@@ -514,8 +542,9 @@ impl DeliveryRate {
     /// before it was across. Only while large frames queue on the path: the estimate is the
     /// path's ([`DeliveryRate::path_limits`]: a frame sent after there was no room was
     /// acknowledged within [`RATE_WINDOW_US`] of the last ACK, or the path queued lately) and
-    /// a frame in flight is larger than the bandwidth-delay product,
-    /// so it takes longer than a round trip to cross. Otherwise `None`: frames smaller than
+    /// a frame in flight is larger than what the path holds ([`LinkEstimate::path_bytes`]:
+    /// the bandwidth-delay product, over 5 ms at least), so it takes longer than a round
+    /// trip to cross. Otherwise `None`: frames smaller than
     /// the product are the budget's business, and an estimate that may be the content's rate,
     /// far below the path's, would see a queue where there is none.
     pub fn path_busy_until_us(&self) -> Option<u64> {
@@ -537,8 +566,8 @@ impl DeliveryRate {
         // 50 Mbit/s (which queued), the next two frames of 1.5 MB went 50 ms apart before
         // either was held back, and each frame after them queued behind another for half a
         // second until one was (BENCHMARKS.md, "A viewer's first picture").
-        let bdp = e.bdp_bytes();
-        let large = self.sent.iter().any(|s| s.bytes > bdp);
+        let holds = e.path_bytes();
+        let large = self.sent.iter().any(|s| s.bytes > holds);
         (self.path_limits() && large).then_some(self.busy_until_us)
     }
 
@@ -550,9 +579,10 @@ impl DeliveryRate {
     }
 
     /// The most a transport's congestion window should allow in flight, at `now`: twice the
-    /// bandwidth-delay product, as BBR's window gain, where the path was seen to queue within
-    /// [`RATE_WINDOW_US`]: the transport's smoothed round trip, `rtt.smoothed_us`, longer than the
-    /// minimum by more than [`QUEUE_SEEN`] of it (at least [`WINDOW_BOUND_FLOOR`]). A
+    /// bandwidth-delay product, as BBR's window gain ([`LinkEstimate::window_bytes`], at least
+    /// [`WINDOW_BOUND_FLOOR`]), where the path was seen to queue within [`RATE_WINDOW_US`]:
+    /// the transport's smoothed round trip, `rtt.smoothed_us`, longer than the minimum by more
+    /// than [`QUEUE_SEEN`] of it and [`QUEUE_SEEN_MIN_US`]. A
     /// transport pacing at its window per round trip (quinn: 1.25 windows per smoothed RTT)
     /// then sends a frame's packets at a small multiple of the rate the path takes them (1.25
     /// to 2.5 times), instead of a burst its queue drops. Under that bound the queue is small, so it is kept
@@ -617,7 +647,7 @@ impl DeliveryRate {
             || self
                 .bound_sample_at_us
                 .is_some_and(|t| self.delivered_at_us.saturating_sub(t) <= RATE_WINDOW_US);
-        (sampled && self.queued_lately()).then(|| (2 * e.bdp_bytes()).max(WINDOW_BOUND_FLOOR))
+        (sampled && self.queued_lately()).then(|| e.window_bytes().max(WINDOW_BOUND_FLOOR))
     }
 
     /// Whether the transport's round trip has been watched ([`DeliveryRate::window_bound`])
@@ -702,7 +732,7 @@ impl DeliveryRate {
     }
 
     /// Whether another frame may go at `now`: less than the budget is in flight and, while a
-    /// frame larger than the bandwidth-delay product is in flight on a path that limits, the path
+    /// frame larger than what the path holds is in flight on a path that limits, the path
     /// is not estimated to be busy with earlier frames for longer than the minimum RTT (or
     /// [`QUEUE_AHEAD_MIN_US`]). Before the first ACK, while fewer than [`FIRST_FRAMES`] are in
     /// flight, those given up on while still crossing counted ([`DeliveryRate::forget`]).
@@ -880,6 +910,100 @@ mod tests {
         d.on_sent(3, 300, later);
         d.on_ack(3, later + rtt);
         assert_eq!(d.window_bound(queued, later + rtt), None);
+    }
+
+    #[test]
+    fn frames_given_up_on_beyond_the_ring_stop_counting() {
+        // More frames given up on while crossing than the ring keeps: the oldest leave it and
+        // their bytes no longer count in flight; none is counted twice, none stays for good.
+        let mut d = DeliveryRate::default();
+        let n = GIVEN_UP as u64 + 3;
+        let bytes = |i: u64| 1_000 * (i + 1);
+        for i in 0..n {
+            d.on_sent(i, bytes(i), i * 10);
+            d.forget(i, true, i * 10 + 5);
+        }
+        let kept: u64 = (n - GIVEN_UP as u64..n).map(bytes).sum();
+        assert_eq!(d.estimate().inflight_bytes, kept);
+        assert_eq!(d.crossing_given_up().count(), GIVEN_UP);
+        // A frame acknowledged in order settles every one before it.
+        d.on_sent(n, 500, n * 10);
+        d.on_ack(n, n * 10 + 100);
+        assert_eq!(d.estimate().inflight_bytes, 0);
+        assert_eq!(d.crossing_given_up().count(), 0);
+    }
+
+    #[test]
+    fn a_frame_that_crosses_within_the_ends_round_trip_does_not_keep_a_short_path_busy() {
+        // A 1 ms path whose round trip showed a queue (the ends' stalls, as below). At 800
+        // Mbit/s a 400 kB frame in flight crosses in 4 ms, within the 5 ms a round trip there
+        // is not told from the ends': the path is not busy, and the next frame may chain on
+        // it. At 50 Mbit/s the frame takes 64 ms: busy.
+        for (rate, busy) in [(100_000_000u64, false), (6_250_000, true)] {
+            let mut d = DeliveryRate::default();
+            d.on_path_rtt(500, 0);
+            let mut t = 0;
+            for i in 0..10 {
+                d.on_sent(i, 400_000, t);
+                let acked = t + 400_000 * 1_000_000 / rate + 500;
+                d.on_ack(i, acked);
+                t = acked.max(t + 16_667);
+            }
+            let stalled = TransportRtt {
+                smoothed_us: 7_000,
+                min_us: 500,
+            };
+            assert!(d.window_bound(stalled, t).is_some(), "a queue seen");
+            d.on_sent(10, 400_000, t);
+            assert_eq!(
+                d.path_busy_until_us().is_some(),
+                busy,
+                "{rate}: {:?}",
+                d.estimate()
+            );
+        }
+    }
+
+    #[test]
+    fn a_short_fast_path_is_not_bound_below_what_its_ends_need() {
+        // An unlimited 1 ms path at 800 Mbit/s, whose least round trip seen is 0.5 ms, but
+        // whose smoothed one is set by the two ends (ACK delay, scheduling on two shared
+        // cores): 1.6 ms, and over 6 ms now and then, which reads as a queue. Frames of
+        // 400 kB at 60 fps. Under a window bound, a frame's bytes leave a bound's worth per
+        // smoothed round trip.
+        let (path, min_rtt, srtt, frame) = (100_000_000u64, 500u64, 1_600u64, 400_000u64);
+        let mut d = DeliveryRate::default();
+        d.on_path_rtt(min_rtt, 0);
+        let (mut bound, mut lowest, mut slowest) = (None::<u64>, u64::MAX, 0u64);
+        for i in 0..240u64 {
+            let at = i * 16_667;
+            d.on_sent(i, frame, at);
+            let leaving = match bound {
+                Some(b) if b < frame => frame.div_ceil(b) * srtt,
+                _ => frame * 1_000_000 / path,
+            };
+            let acked = at + leaving + min_rtt;
+            d.on_ack(i, acked);
+            // The ends' stalls: a smoothed round trip over 6 ms every half second.
+            let smoothed = if i % 30 == 0 { 7_000 } else { srtt };
+            let rtt = TransportRtt {
+                smoothed_us: smoothed,
+                min_us: min_rtt,
+            };
+            bound = d.window_bound(rtt, acked);
+            if i >= 60 {
+                lowest = lowest.min(bound.unwrap_or(u64::MAX));
+                slowest = slowest.max(acked - at);
+            }
+        }
+        // The bound, where one is set, takes a whole frame: it does not fall with the samples
+        // it holds down (at twice the product over 0.5 ms it fell to the floor, 64 kB, and a
+        // frame took 11.7 ms to be acknowledged instead of 4.5).
+        assert!(lowest >= frame, "bound {lowest}: {:?}", d.estimate());
+        assert!(
+            slowest <= 5_000,
+            "a frame acknowledged {slowest} µs after it went"
+        );
     }
 
     #[test]

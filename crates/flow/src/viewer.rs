@@ -390,8 +390,8 @@ impl ViewerFlow {
         }
     }
 
-    /// Whether the path keeps up with what was sent, at `now_us`: no frame larger than the
-    /// bandwidth-delay product is queued on it ([`DeliveryRate::path_busy_until_us`]), and the
+    /// Whether the path keeps up with what was sent, at `now_us`: no frame larger than what
+    /// the path holds is queued on it ([`DeliveryRate::path_busy_until_us`]), and the
     /// oldest frame in flight is not overdue (its bytes at the delivery rate, a minimum RTT
     /// and [`OVERDUE_AFTER_US`] have not all passed without its ACK). Only then may a frame
     /// depend on one still crossing: on a path that has gone silent (a blackout the transport
@@ -402,7 +402,8 @@ impl ViewerFlow {
         !self.path_busy() && !self.ack_overdue(now_us)
     }
 
-    /// Whether a frame larger than the bandwidth-delay product is queued on the path
+    /// Whether a frame larger than what the path holds (the bandwidth-delay product, over
+    /// 5 ms at least) is queued on the path
     /// ([`DeliveryRate::path_busy_until_us`]; false without a byte budget).
     pub fn path_busy(&self) -> bool {
         self.bytes
