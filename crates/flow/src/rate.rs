@@ -32,9 +32,9 @@
 //!   small, the samples show only what was sent; twice the product lets the samples, and so
 //!   the budget, grow each round trip (a congestion window's gain of 2) until the path, not
 //!   the content, limits them.
-//! - **Queue ahead.** A frame larger than the product takes longer than a round trip to cross
-//!   (on a path under 5 ms, longer than 5 ms: below that the round trip is the ends').
-//!   While one is in flight on a path that limits ([`DeliveryRate::path_busy_until_us`]), the
+//! - **Queue ahead.** A frame larger than the product takes longer than a round trip to cross.
+//!   (On a path under 5 ms the threshold is the product over 5 ms: below that the round trip
+//!   is the ends'.) While one is in flight on a path that limits ([`DeliveryRate::path_busy_until_us`]), the
 //!   next frame goes only when the path is estimated to be busy with earlier frames for no
 //!   longer than the minimum RTT (at least [`QUEUE_AHEAD_MIN_US`]): when the one before it is
 //!   nearly across, not a whole frame before (each frame sent keeps the path busy for its
@@ -61,7 +61,8 @@ const QUEUE_AHEAD_MIN_US: u64 = 17_000;
 /// The path queues ([`DeliveryRate::window_bound`]) when the transport's smoothed round trip
 /// exceeds the minimum by more than this part of it (a fraction), and by more than
 /// [`QUEUE_SEEN_MIN_US`]. A bottleneck's queue under a window of twice the product is up to
-/// about one product, more under the floor (the smoothed RTT at the end of a cell, in the
+/// about one product, more under the floor and on a path under 5 ms, whose bound is taken
+/// over 5 ms ([`LinkEstimate::window_bytes`]) (the smoothed RTT at the end of a cell, in the
 /// outputs of BENCHMARKS.md's "QUIC's window bounded by the host": 53.2 ms over a minimum of
 /// 21.3 at 10 Mbit/s, under the 64 KiB floor; 44.1 over 23.5 at 50 Mbit/s). A path
 /// without one adds the peer's ACK delay (1 ms asked), its scheduling, and a relay's bursts:
@@ -165,11 +166,19 @@ impl LinkEstimate {
     /// RTT, or over [`QUEUE_SEEN_MIN_US`] where the minimum is shorter. Below that, the round
     /// trip a sender sees is set by the two ends (the peer's ACK delay, scheduling), not the
     /// path, and the queue mark allows for it. A frame no larger than this is not taken to
-    /// queue on the path ([`DeliveryRate::path_busy_until_us`]): on an unlimited 1 ms path,
-    /// a 400 kB frame that crosses in 4 ms was, whenever the ends' stalls had shown a queue,
-    /// and the next frame was made again for the viewer alone, against its acknowledged
-    /// picture; on a video each such frame is a whole second encode, and on two shared cores
-    /// they came four to six in a row, 30 ms apart (a trace, BENCHMARKS.md, "A short path").
+    /// queue on the path ([`DeliveryRate::path_busy_until_us`]; so neither the queue ahead,
+    /// `ViewerFlow::keeping_up` nor the stall probes' onset wait for it): on an unlimited
+    /// 1 ms path, a 400 kB frame that crosses in 4 ms was, whenever the ends' stalls had
+    /// shown a queue, and the next frame was made again for the viewer alone, against its
+    /// acknowledged picture; on a video each such frame is a whole second encode, and on two
+    /// shared cores they came four to six in a row, 30 ms apart (a trace; BENCHMARKS.md, "A
+    /// short path's round trip is the ends'"). The margin is the estimate's: there, at 700
+    /// Mbit/s to 1.1 Gbit/s, this is 440–690 kB, over the video's 340–420 kB frames; a
+    /// keyframe, or a larger frame, still counts as queued.
+    ///
+    /// The byte budget (`DeliveryRate::estimate`) and `DeliveryRate::refused_if_full` still
+    /// count the product over the minimum alone: the budget adds a whole frame, so it cannot
+    /// fall below one, and a refusal there at most marks the path measured.
     pub fn path_bytes(&self) -> u64 {
         bytes_in(
             self.rate_bytes_per_s,
@@ -544,8 +553,7 @@ impl DeliveryRate {
     /// acknowledged within [`RATE_WINDOW_US`] of the last ACK, or the path queued lately) and
     /// a frame in flight is larger than what the path holds ([`LinkEstimate::path_bytes`]:
     /// the bandwidth-delay product, over 5 ms at least), so it takes longer than a round
-    /// trip to cross. Otherwise `None`: frames smaller than
-    /// the product are the budget's business, and an estimate that may be the content's rate,
+    /// trip to cross. Otherwise `None`: smaller frames are the budget's business, and an estimate that may be the content's rate,
     /// far below the path's, would see a queue where there is none.
     pub fn path_busy_until_us(&self) -> Option<u64> {
         self.busy_with(&self.estimate())
@@ -579,7 +587,8 @@ impl DeliveryRate {
     }
 
     /// The most a transport's congestion window should allow in flight, at `now`: twice the
-    /// bandwidth-delay product, as BBR's window gain ([`LinkEstimate::window_bytes`], at least
+    /// bandwidth-delay product (over 5 ms at least), as BBR's window gain
+    /// ([`LinkEstimate::window_bytes`], at least
     /// [`WINDOW_BOUND_FLOOR`]), where the path was seen to queue within [`RATE_WINDOW_US`]:
     /// the transport's smoothed round trip, `rtt.smoothed_us`, longer than the minimum by more
     /// than [`QUEUE_SEEN`] of it and [`QUEUE_SEEN_MIN_US`]. A
@@ -974,7 +983,7 @@ mod tests {
         let (path, min_rtt, srtt, frame) = (100_000_000u64, 500u64, 1_600u64, 400_000u64);
         let mut d = DeliveryRate::default();
         d.on_path_rtt(min_rtt, 0);
-        let (mut bound, mut lowest, mut slowest) = (None::<u64>, u64::MAX, 0u64);
+        let (mut bound, mut lowest) = (None::<u64>, u64::MAX);
         for i in 0..240u64 {
             let at = i * 16_667;
             d.on_sent(i, frame, at);
@@ -992,18 +1001,15 @@ mod tests {
             };
             bound = d.window_bound(rtt, acked);
             if i >= 60 {
-                lowest = lowest.min(bound.unwrap_or(u64::MAX));
-                slowest = slowest.max(acked - at);
+                // The stalls keep a queue seen within the last 2 s: the window is bounded.
+                let b = bound.expect("a bound where the round trip showed a queue");
+                lowest = lowest.min(b);
             }
         }
-        // The bound, where one is set, takes a whole frame: it does not fall with the samples
-        // it holds down (at twice the product over 0.5 ms it fell to the floor, 64 kB, and a
-        // frame took 11.7 ms to be acknowledged instead of 4.5).
+        // The bound takes a whole frame: it does not fall with the samples it holds down (at
+        // twice the product over 0.5 ms it fell to the floor, 64 kB, and a frame took 11.7 ms
+        // to be acknowledged instead of 4.5).
         assert!(lowest >= frame, "bound {lowest}: {:?}", d.estimate());
-        assert!(
-            slowest <= 5_000,
-            "a frame acknowledged {slowest} µs after it went"
-        );
     }
 
     #[test]

@@ -285,9 +285,9 @@ pub struct ViewerFlow {
 /// more than the measured delivery rate over the time since the first of them: a long
 /// blackout gets probes at about the rate the path carried, so one crosses soon after the
 /// path comes back (had they stopped, the next frame would wait for the transport's probe
-/// timeout). Where a probe is larger (a video on a slow path, whose frames take a round trip
-/// or more to cross), or takes longer to cross a path that limits what is sent
-/// ([`DeliveryRate::path_limits`]) than [`PROBE_EVERY_US`], a
+/// timeout). Where a probe takes longer to cross than [`PROBE_EVERY_US`], and is larger than
+/// half the budget (a video on a slow path, whose frames take a round trip or more to cross)
+/// or crosses a path that limits what is sent ([`DeliveryRate::path_limits`]), a
 /// stall is more likely a frame still crossing than a blackout, and a newer probe would only
 /// supersede one about to arrive: one budget of probes is all it gets, and each such probe
 /// waits until the one before it is overdue itself ([`ViewerFlow::stall_probe_at`]).
@@ -565,8 +565,13 @@ impl ViewerFlow {
         // each would queue behind the ones before it and supersede them as they cross (a
         // video at 50 Mbit/s and 80 ms, 400 kB a frame under a budget of 960 kB). The frames
         // stuck before them do not count: each probe makes the transport give up on them.
-        let large = 2 * self.probe_largest > e.budget_bytes
-            || (b.path_limits() && e.time_us(self.probe_largest) > PROBE_EVERY_US);
+        // Either way only where a probe takes longer to cross than the time between probes:
+        // on a fast short path a frame is over half the budget (a product of tens of kB) yet
+        // crosses in a few ms, and a blackout there that took the one budget of probes (a
+        // colour testsrc2 recording at 1 ms: 192 kB frames, 470 Mbit/s) left the viewer
+        // without a picture until the ACK timeout, 1.9 s after the path came back.
+        let large = e.time_us(self.probe_largest) > PROBE_EVERY_US
+            && (2 * self.probe_largest > e.budget_bytes || b.path_limits());
         if self.probe_bytes >= e.budget_bytes && large {
             return None;
         }
@@ -1770,6 +1775,45 @@ mod tests {
         assert!(2 * big > e.budget_bytes && big < e.budget_bytes, "{e:?}");
         // The first is within the budget, the second crosses it, and then none.
         assert_eq!(probes.len(), 2, "{probes:?}, {e:?}");
+    }
+
+    /// On a fast short path (1 ms, about 470 Mbit/s) a colour video's frames of 192 kB are over
+    /// half the budget yet cross in about 3 ms, within the time between probes: a blackout
+    /// gets probes past one budget, paced by the delivery rate, until the path is back.
+    #[test]
+    fn probes_that_cross_within_their_spacing_go_on_past_one_budget() {
+        let v = &mut flow().with_byte_budget().with_stall_probes();
+        let (rate, rtt, frame) = (59_000_000u64, 1_000u64, 192_000u64);
+        let (mut now, mut seq, mut last) = (0u64, 0u64, 0u64);
+        while now < 1_000_000 {
+            v.on_path_rtt(rtt, now);
+            if send_if_room(v, seq, frame, now) {
+                v.on_ack(seq, now + frame * 1_000_000 / rate + rtt);
+                last = seq;
+            }
+            seq += 1;
+            now += FRAME_US;
+        }
+        let e = v.link_estimate().expect("a byte budget");
+        assert!(2 * frame > e.budget_bytes, "over half the budget: {e:?}");
+        assert!(e.time_us(frame) < PROBE_EVERY_US, "{e:?}");
+        // The path goes dark.
+        let mut probes = Vec::new();
+        for _ in 0..120 {
+            if v.can_send(now) {
+                v.plan_with_bases(&changing(seq), acked(last));
+                if v.stats().stall_probes > probes.len() as u64 {
+                    probes.push(now);
+                }
+                v.on_sent(seq, frame, now);
+            }
+            seq += 1;
+            now += FRAME_US;
+        }
+        assert!(probes.len() >= 10, "{probes:?}: {e:?}");
+        for w in probes.windows(2) {
+            assert!(w[1] - w[0] >= PROBE_EVERY_US, "{probes:?}");
+        }
     }
 
     /// Without `with_stall_probes` (a transport that delivers every frame in order), a viewer
