@@ -1724,10 +1724,23 @@ mod tests {
     /// went, and the estimate of the path at the end.
     fn probe_for_4s(bytes: u64) -> (Vec<u64>, LinkEstimate) {
         let v = &mut flow().with_byte_budget().with_stall_probes();
-        let (mut now, mut seq, sent_at) = run_until_dark(v);
+        let (now, seq, sent_at) = run_until_dark(v);
         let last = sent_at.first().map_or(seq - 1, |&(s, _)| s - 1);
+        let probes = in_the_dark(v, (now, seq), last, bytes, 240);
+        (probes, v.link_estimate().expect("a byte budget"))
+    }
+
+    /// Offers `v`, whose ACKs stopped after it acknowledged `last`, `frames` frames of `bytes`
+    /// at 60 fps from `(now, seq)`, each made against that picture: when each probe went.
+    fn in_the_dark(
+        v: &mut ViewerFlow,
+        (mut now, mut seq): (u64, u64),
+        last: u64,
+        bytes: u64,
+        frames: usize,
+    ) -> Vec<u64> {
         let mut probes = Vec::new();
-        for _ in 0..240 {
+        for _ in 0..frames {
             if v.can_send(now) {
                 v.plan_with_bases(&changing(seq), acked(last));
                 if v.stats().stall_probes > probes.len() as u64 {
@@ -1738,7 +1751,7 @@ mod tests {
             seq += 1;
             now += FRAME_US;
         }
-        (probes, v.link_estimate().expect("a byte budget"))
+        probes
     }
 
     /// Probes of frames larger than the budget's frame allowance but at most half the budget
@@ -1797,19 +1810,8 @@ mod tests {
         let e = v.link_estimate().expect("a byte budget");
         assert!(2 * frame > e.budget_bytes, "over half the budget: {e:?}");
         assert!(e.time_us(frame) < PROBE_EVERY_US, "{e:?}");
-        // The path goes dark.
-        let mut probes = Vec::new();
-        for _ in 0..120 {
-            if v.can_send(now) {
-                v.plan_with_bases(&changing(seq), acked(last));
-                if v.stats().stall_probes > probes.len() as u64 {
-                    probes.push(now);
-                }
-                v.on_sent(seq, frame, now);
-            }
-            seq += 1;
-            now += FRAME_US;
-        }
+        // The path goes dark for two seconds.
+        let probes = in_the_dark(v, (now, seq), last, frame, 120);
         assert!(probes.len() >= 10, "{probes:?}: {e:?}");
         for w in probes.windows(2) {
             assert!(w[1] - w[0] >= PROBE_EVERY_US, "{probes:?}");
