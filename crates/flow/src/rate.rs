@@ -61,10 +61,10 @@ const QUEUE_AHEAD_MIN_US: u64 = 17_000;
 /// The path queues ([`DeliveryRate::window_bound`]) when the transport's smoothed round trip
 /// exceeds the minimum by more than this part of it (a fraction), and by more than
 /// [`QUEUE_SEEN_MIN_US`]. A bottleneck's queue under a window of twice the product is up to
-/// about one product, more under the floor and on a path under 5 ms, whose bound is taken
-/// over 5 ms ([`LinkEstimate::window_bytes`]) (the smoothed RTT at the end of a cell, in the
+/// about one product, more under the floor (the smoothed RTT at the end of a cell, in the
 /// outputs of BENCHMARKS.md's "QUIC's window bounded by the host": 53.2 ms over a minimum of
-/// 21.3 at 10 Mbit/s, under the 64 KiB floor; 44.1 over 23.5 at 50 Mbit/s). A path
+/// 21.3 at 10 Mbit/s, under the 64 KiB floor; 44.1 over 23.5 at 50 Mbit/s), and more on a
+/// path under 5 ms, whose bound is taken over 5 ms ([`LinkEstimate::window_bytes`]). A path
 /// without one adds the peer's ACK delay (1 ms asked), its scheduling, and a relay's bursts:
 /// on an unlimited 20 ms path with 1 % loss, an eighth of the minimum (and 3 ms) was
 /// exceeded often enough to bound the window in every run, and the video fell from 59 to 48

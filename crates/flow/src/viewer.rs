@@ -281,8 +281,8 @@ pub struct ViewerFlow {
 /// queued behind others, probes among them, is not stalled (the onset only; once probing,
 /// probes are paced as follows). From then on, one frame every [`PROBE_EVERY_US`] goes beyond
 /// the budget, made against the picture the viewer acknowledged. The probes since the last ACK
-/// may cost one byte budget at once, and beyond it, while each is at most half the budget, no
-/// more than the measured delivery rate over the time since the first of them: a long
+/// may cost one byte budget at once, and beyond it (unless they stop, below) no more than the
+/// measured delivery rate over the time since the first of them: a long
 /// blackout gets probes at about the rate the path carried, so one crosses soon after the
 /// path comes back (had they stopped, the next frame would wait for the transport's probe
 /// timeout). Where a probe takes longer to cross than [`PROBE_EVERY_US`], and is larger than
@@ -569,7 +569,12 @@ impl ViewerFlow {
         // on a fast short path a frame is over half the budget (a product of tens of kB) yet
         // crosses in a few ms, and a blackout there that took the one budget of probes (a
         // colour testsrc2 recording at 1 ms: 192 kB frames, 470 Mbit/s) left the viewer
-        // without a picture until the ACK timeout, 1.9 s after the path came back.
+        // without a picture until the ACK timeout, 1.9 s after the path came back. The rule
+        // trusts the estimate, which no ACK corrects during a stall: where the path slowed
+        // down as it stalled (a Wi-Fi link falling from hundreds of Mbit/s to tens), probes
+        // that took longer to cross than the estimate says go on every 25 ms, paced at the
+        // old rate, until an ACK or the ACK timeout; that timeout is what the viewer waited
+        // for before, when one budget of probes was all it got. Not measured.
         let large = e.time_us(self.probe_largest) > PROBE_EVERY_US
             && (2 * self.probe_largest > e.budget_bytes || b.path_limits());
         if self.probe_bytes >= e.budget_bytes && large {
