@@ -259,10 +259,8 @@ impl DeliveryRate {
     /// A frame of `bytes` was sent as `id` at `now`.
     pub fn on_sent(&mut self, id: u64, bytes: u64, now: u64) {
         self.clock_us = self.clock_us.max(now);
-        if self.sent.len() >= SENT_MAX {
-            if let Some(old) = self.sent.pop_front() {
-                self.inflight = self.inflight.saturating_sub(old.bytes);
-            }
+        if let Some(old) = make_room(&mut self.sent, SENT_MAX) {
+            self.inflight = self.inflight.saturating_sub(old.bytes);
         }
         if self.sent.is_empty() && self.crossing_given_up().next().is_none() {
             // Nothing was in flight: the time since the last ACK is idle, not delivery. (A
@@ -288,9 +286,7 @@ impl DeliveryRate {
         if let Some(s) = self.sent.back_mut() {
             s.across_us = self.busy_until_us;
         }
-        if self.frames.len() >= RECENT_FRAMES {
-            self.frames.pop_front();
-        }
+        make_room(&mut self.frames, RECENT_FRAMES);
         self.frames.push_back(bytes);
     }
 
@@ -341,22 +337,12 @@ impl DeliveryRate {
     /// A frame was sent that supersedes every frame before it (the transport gives up on
     /// them): those given up on no longer count as crossing.
     pub fn on_superseded(&mut self) {
-        self.stop_counting(|_| true);
+        self.stop_waiting_before(u64::MAX);
     }
 
     /// The frames given up on that still count as crossing, oldest first.
     fn crossing_given_up(&self) -> impl Iterator<Item = &Sent> {
         self.given_up.iter().filter(|(_, c)| *c).map(|(x, _)| x)
-    }
-
-    /// Frames given up on while crossing that `gone` names no longer count in flight.
-    fn stop_counting(&mut self, gone: impl Fn(&Sent) -> bool) {
-        for (x, crossing) in self.given_up.iter_mut() {
-            if *crossing && gone(x) {
-                *crossing = false;
-                self.inflight = self.inflight.saturating_sub(x.bytes);
-            }
-        }
     }
 
     /// The ACK of `id`, one of the frames given up on ([`DeliveryRate::forget`]): its
@@ -387,9 +373,7 @@ impl DeliveryRate {
             r => s.at_us + r,
         };
         let arrived = now.saturating_sub(held_us).max(fastest).min(now);
-        if self.holds.len() >= HOLDS {
-            self.holds.pop_front();
-        }
+        make_room(&mut self.holds, HOLDS);
         self.holds.push_back(now - arrived);
         self.delivered += s.bytes;
         self.delivered_at_us = self.delivered_at_us.max(arrived);
@@ -497,10 +481,8 @@ impl DeliveryRate {
             if !crossing {
                 self.inflight = self.inflight.saturating_sub(s.bytes);
             }
-            if self.given_up.len() >= GIVEN_UP {
-                if let Some((old, true)) = self.given_up.pop_front() {
-                    self.inflight = self.inflight.saturating_sub(old.bytes);
-                }
+            if let Some((old, true)) = make_room(&mut self.given_up, GIVEN_UP) {
+                self.inflight = self.inflight.saturating_sub(old.bytes);
             }
             self.given_up.push_back((s, crossing));
         }
@@ -510,7 +492,12 @@ impl DeliveryRate {
     /// Frames given up on that were still crossing ([`DeliveryRate::forget`]) and were sent
     /// at `t` or before are given up for good: their bytes no longer count in flight.
     pub fn stop_waiting_before(&mut self, t: u64) {
-        self.stop_counting(|x| x.at_us <= t);
+        for (x, crossing) in self.given_up.iter_mut() {
+            if *crossing && x.at_us <= t {
+                *crossing = false;
+                self.inflight = self.inflight.saturating_sub(x.bytes);
+            }
+        }
     }
 
     /// When the oldest frame given up on while still crossing was sent, if any.
@@ -783,6 +770,16 @@ impl DeliveryRate {
 }
 
 /// Adds a sample at `now` and forgets those older than `window`.
+/// Makes room for one more in `q`, which holds at most `cap`: takes off the oldest when it is
+/// full, and returns it.
+pub(crate) fn make_room<T>(q: &mut VecDeque<T>, cap: usize) -> Option<T> {
+    if q.len() >= cap {
+        q.pop_front()
+    } else {
+        None
+    }
+}
+
 fn push_window(w: &mut VecDeque<(u64, u64)>, now: u64, v: u64, window: u64) {
     w.push_back((now, v));
     while w

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use framewire_telemetry::SampleWindow;
 
-use crate::rate::GIVEN_UP;
+use crate::rate::{make_room, GIVEN_UP};
 use crate::{DeliveryRate, InflightLimit, LinkEstimate, TransportRtt};
 
 /// The frame-count limit of a viewer whose bytes in flight are budgeted from its delivery rate
@@ -495,6 +495,12 @@ impl ViewerFlow {
         self.limit.limit(self.rtt_avg_ms())
     }
 
+    /// How long a frame on a stream of its own is waited for at most after it was sent
+    /// ([`OWN_STREAM_TIMEOUTS`] ACK timeouts).
+    fn own_stream_wait_us(&self) -> u64 {
+        OWN_STREAM_TIMEOUTS * self.ack_timeout_us
+    }
+
     /// True when another frame may be sent now. Expires in-flight entries older than the ACK
     /// timeout first, so a viewer that never ACKs is slowed to one frame per timeout instead of
     /// stalling forever.
@@ -504,17 +510,15 @@ impl ViewerFlow {
                 break;
             }
             self.inflight.pop_front();
-            if self.given_up.len() >= GIVEN_UP {
-                self.given_up.pop_front();
-            }
+            make_room(&mut self.given_up, GIVEN_UP);
             self.given_up.push_back((oldest.seq, oldest.sent_us));
             self.stats.ack_timeouts += 1;
             if let Some(b) = &mut self.bytes {
                 b.forget(oldest.seq, oldest.own_stream, now_us);
             }
         }
-        let bound = OWN_STREAM_TIMEOUTS * self.ack_timeout_us;
-        if let (Some(b), Some(t)) = (&mut self.bytes, now_us.checked_sub(bound)) {
+        let waited = now_us.checked_sub(self.own_stream_wait_us());
+        if let (Some(b), Some(t)) = (&mut self.bytes, waited) {
             b.stop_waiting_before(t);
         }
         let bytes_room = self.bytes.as_ref().is_none_or(|b| b.has_room(now_us));
@@ -629,7 +633,7 @@ impl ViewerFlow {
             .bytes
             .as_ref()
             .and_then(|b| b.oldest_crossing_sent_us())
-            .map(|t| t + OWN_STREAM_TIMEOUTS * self.ack_timeout_us);
+            .map(|t| t + self.own_stream_wait_us());
         [expiry, crossing, self.probe_wake_us, self.room_wake_us]
             .into_iter()
             .flatten()
@@ -839,15 +843,20 @@ impl ViewerFlow {
         self.probes_since_us = None;
         self.probe_largest = 0;
         let stays = |f: &InFlight| overtaking && f.own_stream;
-        if let Some(b) = &mut self.bytes {
-            let (before, given_up) = (self.inflight.range(..pos), &self.given_up);
-            b.on_ack_keeping(seq, now_us, held_us, |id| {
-                before.clone().any(|f| f.seq == id && stays(f))
-                    || (overtaking && given_up.iter().any(|&(s, _)| s == id))
-            });
+        match &mut self.bytes {
+            Some(b) if overtaking => {
+                let (before, given_up) = (self.inflight.range(..pos), &self.given_up);
+                b.on_ack_keeping(seq, now_us, held_us, |id| {
+                    before.clone().any(|f| f.seq == id && f.own_stream)
+                        || given_up.iter().any(|&(s, _)| s == id)
+                });
+            }
+            Some(b) => b.on_ack_held(seq, now_us, held_us),
+            None => {}
         }
         let acked = self.inflight.remove(pos).expect("found above");
-        let longest = (OWN_STREAM_TIMEOUTS - 1) * self.ack_timeout_us;
+        // Its timeout restarted no later than this after it was sent.
+        let longest = self.own_stream_wait_us() - self.ack_timeout_us;
         self.inflight.retain_mut(|f| {
             let before = f.seq < seq;
             if before && stays(f) {

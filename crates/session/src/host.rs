@@ -963,9 +963,13 @@ impl<W: Wire> HostSession<W> {
                 if status == AckStatus::BaseMissing {
                     // Frames sent before the last repair fail too, and so may frames after
                     // it while it is crossing: that repair covers them.
-                    let on_stream = self.flow.crossing_on_own_stream(self.bases.repaired_at);
-                    if seq >= self.bases.repaired_at
-                        && !self.bases.repair_covers(seq, now, on_stream)
+                    let repaired_at = self.bases.repaired_at;
+                    if seq >= repaired_at
+                        && !self.bases.repair_covers(
+                            seq,
+                            now,
+                            self.flow.crossing_on_own_stream(repaired_at),
+                        )
                     {
                         self.events.push_back(Event::Count(HostCount::BaseMissing));
                         self.bases.frame_lost_at = Some(now);
