@@ -4,9 +4,10 @@
 //!
 //! A datagram that is lost stays lost: QUIC does not retransmit it. That is the point: a
 //! retransmission arrives a round trip late, when a newer frame may already have made this one
-//! stale. Instead each unit carries [`recovery_for`] extra shards, and the receiver rebuilds it
-//! from any `originals` shards of the `originals + recovery` sent, whichever they are. A unit
-//! that lost more than that is given up once [`MAX_PENDING`] newer units have started.
+//! stale. Instead each unit carries [`recovery_for`] extra shards (as many as the sender's
+//! [`Repair`] asks), and the receiver rebuilds it from any `originals` shards of the
+//! `originals + recovery` sent, whichever they are. A unit that lost more than that is given
+//! up once [`MAX_PENDING`] newer units have started.
 //!
 //! No checksum: QUIC authenticates every datagram (AEAD), so a shard that arrives arrived as it
 //! was sent, and loss is the only damage left, which is what erasure coding repairs.
@@ -92,9 +93,29 @@ fn codec(e: reed_solomon_simd::Error) -> ShardError {
     ShardError::Codec(e.to_string())
 }
 
+/// How much repair a unit carries: the sender's choice per unit (the header counts the
+/// recovery shards sent, so the receiver needs nothing more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repair {
+    /// The path lost packets lately: [`REPAIR_DIVISOR`]'s share and one more.
+    Full,
+    /// The path lost nothing lately (the host's `LossWatch` counts it clean: no loss among
+    /// the last thousand packets nor in two seconds): one recovery shard, which makes good
+    /// one loss in the unit. The share of a lossy path would be bytes for nothing there, and
+    /// on a link the content nearly fills they are what tips it over: grey glxgears at 10
+    /// Mbit/s (frames of about 12 shards, 3 of recovery) took 14.7 MB over QUIC against
+    /// TCP's 12.0, so its frames queued: p99 89 ms against 23, and 31 with one recovery shard
+    /// (BENCHMARKS.md, "Segmentation offload, and recovery shards for the loss seen"). The
+    /// first loss makes the path lossy, and the units after it carry the full share again.
+    One,
+}
+
 /// How many recovery shards a unit of `originals` original shards gets.
-pub fn recovery_for(originals: usize) -> usize {
-    originals.div_ceil(REPAIR_DIVISOR) + 1
+pub fn recovery_for(originals: usize, repair: Repair) -> usize {
+    match repair {
+        Repair::Full => originals.div_ceil(REPAIR_DIVISOR) + 1,
+        Repair::One => 1,
+    }
 }
 
 /// The most original shards a unit can have: the header counts them in a `u16`, and the codec
@@ -107,7 +128,7 @@ fn max_originals() -> usize {
     let (mut lo, mut hi) = (1usize, u16::MAX as usize);
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
-        if ReedSolomonEncoder::supports(mid, recovery_for(mid)) {
+        if ReedSolomonEncoder::supports(mid, recovery_for(mid, Repair::Full)) {
             lo = mid;
         } else {
             hi = mid - 1;
@@ -117,8 +138,8 @@ fn max_originals() -> usize {
 }
 
 /// Splits `unit` (frame number `frame`) into datagrams of at most `max_datagram` bytes each
-/// (header included), originals then recovery shards, appended to `out`. Returns how many
-/// of them are recovery shards.
+/// (header included), originals then `repair`'s recovery shards, appended to `out`. Returns
+/// how many of them are recovery shards.
 ///
 /// `shard_len` is the largest even number that fits `max_datagram - HEADER_LEN` (and the
 /// header's `u16`), but no more than the unit needs: a unit smaller than one shard gets its own
@@ -130,6 +151,7 @@ pub fn split(
     frame: u32,
     unit: &[u8],
     max_datagram: usize,
+    repair: Repair,
     out: &mut Vec<Bytes>,
 ) -> Result<usize, ShardError> {
     if unit.is_empty() {
@@ -144,10 +166,12 @@ pub fn split(
     let room = (max_datagram - HEADER_LEN).min(MAX_SHARD_LEN) & !1;
     let shard_len = room.min(unit.len().next_multiple_of(2));
     let originals = unit.len().div_ceil(shard_len);
-    let recovery = recovery_for(originals);
+    let recovery = recovery_for(originals, repair);
+    // Checked with the full share whatever `repair` is, so a unit splits or not alike on a
+    // clean path and a lossy one (the codec takes fewer recovery shards wherever it takes more).
     let fits = u32::try_from(unit.len()).is_ok()
         && originals <= u16::MAX as usize
-        && ReedSolomonEncoder::supports(originals, recovery);
+        && ReedSolomonEncoder::supports(originals, recovery_for(originals, Repair::Full));
     if !fits {
         return Err(ShardError::TooLarge {
             len: unit.len(),
@@ -646,7 +670,7 @@ mod tests {
 
     fn split_vec(frame: u32, unit: &[u8], max_datagram: usize) -> Vec<Bytes> {
         let mut out = Vec::new();
-        split(frame, unit, max_datagram, &mut out).unwrap();
+        split(frame, unit, max_datagram, Repair::Full, &mut out).unwrap();
         out
     }
 
@@ -672,14 +696,17 @@ mod tests {
             order_seed in any::<u64>(),
             loss_seed in any::<u64>(),
             loss_pick in any::<usize>(),
+            full in any::<bool>(),
         ) {
             let unit = make_unit(seed, len);
-            let sent = split_vec(42, &unit, max_datagram);
+            let repair = if full { Repair::Full } else { Repair::One };
+            let mut sent = Vec::new();
+            split(42, &unit, max_datagram, repair, &mut sent).unwrap();
             let h = header_of(&sent[0]);
             let originals = h.originals as usize;
             let recovery = h.recovery as usize;
             prop_assert_eq!(sent.len(), originals + recovery);
-            prop_assert_eq!(recovery, recovery_for(originals));
+            prop_assert_eq!(recovery, recovery_for(originals, repair));
 
             // Lose as many as can be repaired a quarter of the time, fewer otherwise.
             let lose = if loss_pick % 4 == 0 { recovery } else { loss_pick % (recovery + 1) };
@@ -893,7 +920,7 @@ mod tests {
         assert_eq!(r.push(&sent_a[0]), Ok(None));
         assert!(matches!(r.push(&sent_b[1]), Err(ShardError::Malformed(_))));
         let mut smaller_shards = Vec::new();
-        split(7, &a, 600, &mut smaller_shards).unwrap();
+        split(7, &a, 600, Repair::Full, &mut smaller_shards).unwrap();
         assert!(r.push(&smaller_shards[1]).is_err());
         assert_eq!(r.counters().malformed, 2);
         assert_eq!(push_all(&mut r, &sent_a[1..]), vec![a]);
@@ -1068,8 +1095,19 @@ mod tests {
         }
         // It says how many of them are recovery shards.
         let mut out = Vec::new();
-        assert_eq!(split(1, &make_unit(5, 30_000), 1000, &mut out), Ok(5));
+        assert_eq!(
+            split(1, &make_unit(5, 30_000), 1000, Repair::Full, &mut out),
+            Ok(5)
+        );
         assert_eq!(out.len(), 31 + 5);
+        // Where the path lost nothing lately, one.
+        out.clear();
+        assert_eq!(
+            split(1, &make_unit(5, 30_000), 1000, Repair::One, &mut out),
+            Ok(1)
+        );
+        assert_eq!(out.len(), 31 + 1);
+        assert_eq!(header_of(&out[31]).recovery, 1);
         // A unit smaller than a shard is not padded to one; odd lengths round up to even.
         let small = split_vec(1, b"hello", 1500);
         assert_eq!(small.len(), 3);
@@ -1082,16 +1120,19 @@ mod tests {
     #[test]
     fn split_refuses_what_it_cannot_send() {
         let mut out = vec![Bytes::from_static(b"kept")];
-        assert_eq!(split(0, &[], 1500, &mut out), Err(ShardError::Empty));
         assert_eq!(
-            split(0, &[1, 2, 3], HEADER_LEN + 1, &mut out),
+            split(0, &[], 1500, Repair::Full, &mut out),
+            Err(ShardError::Empty)
+        );
+        assert_eq!(
+            split(0, &[1, 2, 3], HEADER_LEN + 1, Repair::Full, &mut out),
             Err(ShardError::DatagramTooSmall {
                 len: HEADER_LEN + 1,
                 min: HEADER_LEN + 2
             })
         );
         assert_eq!(out.len(), 1);
-        assert!(split(0, &[1, 2, 3], HEADER_LEN + 2, &mut out).is_ok());
+        assert!(split(0, &[1, 2, 3], HEADER_LEN + 2, Repair::One, &mut out).is_ok());
     }
 
     #[test]
@@ -1099,18 +1140,24 @@ mod tests {
         // The codec's rule at 1 recovery shard per 10 originals and one more, worked by hand:
         // 57344 originals take 5736 recovery shards, and 8192 + 57344 = 65536 just fits.
         assert_eq!(max_originals(), 57344);
-        assert!(ReedSolomonEncoder::supports(57344, recovery_for(57344)));
-        assert!(!ReedSolomonEncoder::supports(57345, recovery_for(57345)));
+        assert!(ReedSolomonEncoder::supports(
+            57344,
+            recovery_for(57344, Repair::Full)
+        ));
+        assert!(!ReedSolomonEncoder::supports(
+            57345,
+            recovery_for(57345, Repair::Full)
+        ));
 
         let max = 57344 * 2;
         let mut out = Vec::new();
         assert_eq!(
-            split(0, &vec![7; max + 1], HEADER_LEN + 2, &mut out),
+            split(0, &vec![7; max + 1], HEADER_LEN + 2, Repair::One, &mut out),
             Err(ShardError::TooLarge { len: max + 1, max })
         );
         assert!(out.is_empty());
         let unit = make_unit(6, max);
-        split(0, &unit, HEADER_LEN + 3, &mut out).unwrap();
+        split(0, &unit, HEADER_LEN + 3, Repair::Full, &mut out).unwrap();
         assert_eq!(out.len(), 57344 + 5736);
         // Lose the first 5736 originals, as many as there are recovery shards.
         let mut r = Reassembler::new(max);

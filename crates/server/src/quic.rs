@@ -314,7 +314,7 @@ impl<L: FrameLink> QuicTransport<L> {
     /// it can be split; returns it otherwise (a stream takes it). A frame that fits one datagram (a typed glyph, an Unchanged packet) goes at
     /// once, and its recovery shards (any one of them rebuilds it) follow [`SPACING`] apart: sent
     /// together, quinn would pack them into the same QUIC packet as the frame, and one loss
-    /// would take all three. Waits while quinn's datagram buffer is full rather than let it
+    /// would take them all. Waits while quinn's datagram buffer is full rather than let it
     /// drop the oldest: the session's budget, not the buffer, decides what is skipped.
     async fn send_datagrams(&mut self, t: Transmit) -> io::Result<Option<Transmit>> {
         let len = t.head.len() + t.payload.as_ref().map_or(0, |p| p.len());
@@ -341,7 +341,11 @@ impl<L: FrameLink> QuicTransport<L> {
             d.unit.extend_from_slice(p);
         }
         d.out.clear();
-        let recovery = match shards::split(d.next, &d.unit, max, &mut d.out) {
+        let repair = match t.path_lost_lately {
+            true => shards::Repair::Full,
+            false => shards::Repair::One,
+        };
+        let recovery = match shards::split(d.next, &d.unit, max, repair, &mut d.out) {
             Ok(r) => r,
             Err(e) => {
                 d.fell_back(peer(), len, &e.to_string());

@@ -140,6 +140,10 @@ pub struct Transmit {
     /// The session asks for the frame to go as datagrams ([`HostConfig::datagrams_up_to`],
     /// [`HostConfig::large_datagrams_up_to`]); a transport without them sends it as any other.
     pub datagrams: bool,
+    /// The path lost packets lately (the transport's counters, [`LossWatch::clean`] false, or
+    /// none reported yet): a transport that makes lost packets good with recovery shards
+    /// sends a lossy path's share of them; otherwise one a frame.
+    pub path_lost_lately: bool,
 }
 
 impl Transmit {
@@ -153,6 +157,7 @@ impl Transmit {
             own_stream: false,
             keyframe: false,
             datagrams: false,
+            path_lost_lately: false,
         }
     }
 }
@@ -837,6 +842,7 @@ impl<W: Wire> HostSession<W> {
             own_stream: self.wire.names_bases(),
             keyframe: out.keyframe,
             datagrams,
+            path_lost_lately: !self.bases.path.clean(now),
         });
     }
 

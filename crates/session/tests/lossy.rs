@@ -1673,3 +1673,53 @@ fn an_unanswered_keyframe_covers_the_frames_after_it_for_a_while() {
     );
     assert_eq!(host.flow_stats().bases_missing, 1);
 }
+
+/// Each frame tells the transport whether the path lost packets lately, so datagrams carry a
+/// lossy path's share of recovery shards only where losses were seen: before the transport
+/// reported its counters, and after a loss until the path is clean again (no loss in the
+/// last thousand packets nor in two seconds, `framewire_flow::LossWatch`).
+#[test]
+fn frames_say_whether_the_path_lost_packets_lately() {
+    let frames = band_frames(6, 8, &[]);
+    set_clock(1_000);
+    let mut host = host_on(caps::ALL, true);
+    let mut viewer = welcomed_viewer(now());
+    let mut lost_lately = Vec::new();
+    let mut offer_one = |host: &mut HostSession<V1Wire>, f: &Arc<SourceFrame>| {
+        let (plan, work) = host.plan_frame(f);
+        if let Some(w) = work {
+            w();
+        }
+        host.send_frame(now(), f, plan);
+        while let Some(t) = host.poll_transmit() {
+            if t.frame {
+                lost_lately.push(t.path_lost_lately);
+                let mut b = t.head.to_vec();
+                b.extend_from_slice(t.payload.as_deref().unwrap_or(&[]));
+                viewer.handle_unit(now(), &b);
+            }
+        }
+        while let Some(b) = viewer.poll_transmit() {
+            host.handle_bytes(now(), &b);
+        }
+    };
+    // No counters yet: lossy as far as the host knows.
+    offer_one(&mut host, &frames[0]);
+    // Counters with no loss: clean.
+    host.on_path_counters(1_000, 0, now());
+    set_clock(now() + 16_000);
+    offer_one(&mut host, &frames[1]);
+    // A loss: lossy at once.
+    host.on_path_counters(1_500, 1, now());
+    set_clock(now() + 16_000);
+    offer_one(&mut host, &frames[2]);
+    // A thousand packets more, but within two seconds of the loss: still lossy.
+    host.on_path_counters(2_600, 1, now());
+    set_clock(now() + 16_000);
+    offer_one(&mut host, &frames[3]);
+    // Two seconds on, with no loss since: clean again.
+    set_clock(now() + 2_000_000);
+    host.on_path_counters(2_700, 1, now());
+    offer_one(&mut host, &frames[4]);
+    assert_eq!(lost_lately, [true, false, true, true, false]);
+}
