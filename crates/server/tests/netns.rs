@@ -34,15 +34,13 @@ fn every_picture_shown_is_exact_when_frames_come_as_datagrams() {
     let Some((s, paths)) = across_a_lossy_network(true, Scene::Scroll, (1600, 1200)) else {
         return;
     };
-    // The host counts what it sent so: every frame as datagrams has two recovery shards or
-    // more (one in ten, and one more).
+    // The host counts what it sent so. Once the path has lost a packet, every frame as
+    // datagrams has two recovery shards or more (one in ten, and one more); the first few,
+    // sent before any loss was seen, have one each.
     let sent = paths[0].datagram_frames.expect("a QUIC path");
     assert!(sent >= s.datagram_frames, "{:?}", paths[0]);
-    assert!(
-        paths[0].recovery_shards.expect("a QUIC path") >= 2 * sent,
-        "{:?}",
-        paths[0]
-    );
+    let recovery = paths[0].recovery_shards.expect("a QUIC path");
+    assert!(recovery >= 2 * sent.saturating_sub(10), "{:?}", paths[0]);
     // Most of the 240 frames need a few shards, and at 5 % loss some lost a shard and were
     // rebuilt.
     assert!(s.datagram_frames >= 120, "{}", s.line());
@@ -50,7 +48,7 @@ fn every_picture_shown_is_exact_when_frames_come_as_datagrams() {
 }
 
 /// Typed glyphs and Unchanged packets fit one datagram each. They go as datagrams too, their
-/// recovery shards spaced out after them so that one lost packet does not take all three: at
+/// recovery shards spaced out after them so that one lost packet does not take them all: at
 /// 5 % loss some are rebuilt from a recovery shard. (Sent together, QUIC packed a frame and
 /// its shards into one packet, and none was ever rebuilt.)
 #[test]
