@@ -142,8 +142,9 @@ pub struct ServeArgs {
     /// link printed at start carries its fingerprint.
     #[arg(long, value_name = "PORT")]
     pub quic_port: Option<u16>,
-    /// How frames go to QUIC viewers: datagrams with Reed-Solomon recovery shards, a tenth
-    /// more bytes and more for small frames (a lost packet is made good from the others; a
+    /// How frames go to QUIC viewers: datagrams with Reed-Solomon recovery shards (one a
+    /// frame where the path lost nothing lately; after a loss a tenth more bytes, and more
+    /// for small frames: a lost packet is made good from the others; a
     /// frame that loses more than its recovery shards is not shown), or a stream each (a lost
     /// packet is retransmitted a round trip later; a frame made stale is reset). Keyframes
     /// always take a stream, and so do browsers over WebTransport; frames over 128 KiB do
