@@ -142,10 +142,10 @@ pub struct ServeArgs {
     /// link printed at start carries its fingerprint.
     #[arg(long, value_name = "PORT")]
     pub quic_port: Option<u16>,
-    /// How frames go to QUIC viewers: datagrams with Reed-Solomon recovery shards (one a
-    /// frame where the path lost nothing lately; after a loss a tenth more bytes, and more
-    /// for small frames: a lost packet is made good from the others; a
-    /// frame that loses more than its recovery shards is not shown), or a stream each (a lost
+    /// How frames go to QUIC viewers: datagrams with Reed-Solomon recovery shards (a lost
+    /// packet is made good from the others; a frame that loses more than its recovery shards
+    /// is not shown; one shard a frame while the path has lost nothing lately, a tenth more
+    /// bytes and more for small frames for 2 s and 1,000 packets after a loss), or a stream each (a lost
     /// packet is retransmitted a round trip later; a frame made stale is reset). Keyframes
     /// always take a stream, and so do browsers over WebTransport; frames over 128 KiB do
     /// unless the path has shown no lasting queue lately (then up to 2 MiB, and up to twice

@@ -1,7 +1,7 @@
 //! framewire over QUIC across an emulated network: the server in one network namespace, the
 //! viewer in another, joined by `framewire-netem`'s relay with 10 ms each way and 5 % of
-//! packets lost in both directions (none in one test). Every picture the viewer shows must equal the scene's,
-//! and the stream must keep going: with a stream per frame, and with frames as datagrams with
+//! packets lost in both directions (none in one test). Every picture the viewer shows must
+//! equal the scene's, and the stream must keep going: with a stream per frame, and with frames as datagrams with
 //! recovery shards. Needs root (namespaces); skipped with the reason otherwise.
 
 mod common;
@@ -48,9 +48,10 @@ fn every_picture_shown_is_exact_when_frames_come_as_datagrams() {
 }
 
 /// Where the path loses nothing, a frame as datagrams carries one recovery shard, not one in
-/// ten and one more (`framewire_quic::shards::Repair`). QUIC may still take a late packet for
-/// lost on two busy cores, and the frames after it then carry the full share for a while;
-/// with no loss counted at all, every frame has exactly one.
+/// ten and one more (`framewire_quic::shards::Repair`). The relay delays every packet alike and
+/// keeps their order, so QUIC counts a loss only where a packet was dropped (the relay's queue
+/// full, a device's queue overflowing), not expected here; the frames after such a drop would
+/// carry the full share for two seconds. With no loss counted, every frame has exactly one.
 #[test]
 fn on_a_path_that_loses_nothing_frames_carry_one_recovery_shard() {
     let Some((s, paths)) = across_a_network(0.0, true, Scene::Scroll, (1600, 1200)) else {
@@ -61,8 +62,9 @@ fn on_a_path_that_loses_nothing_frames_carry_one_recovery_shard() {
     let recovery = p.recovery_shards.expect("a QUIC path");
     assert!(s.datagram_frames >= 120, "{}", s.line());
     assert!(recovery < 2 * sent, "{p:?}");
-    if p.lost_packets == Some(0) {
-        assert_eq!(recovery, sent, "{p:?}");
+    match p.lost_packets {
+        Some(0) => assert_eq!(recovery, sent, "{p:?}"),
+        lost => println!("QUIC counted {lost:?} packets lost: only the bound is checked"),
     }
 }
 

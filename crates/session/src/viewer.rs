@@ -26,8 +26,8 @@ pub const BASE_WAIT_US: u64 = 25_000;
 pub const BASE_WAIT_RTTS: u64 = 2;
 /// How long a frame that came after a lost one ([`ViewerSession::handle_unit_after_loss`]) is
 /// held for its base: not at all. A frame that fits one datagram has its recovery shards 2 and
-/// 4 ms behind it (one, 2 ms behind, where the path lost nothing lately), so a next frame sent right behind (catching up) may overtake them and
-/// report a base that is still being rebuilt: that costs a repair, not a stall, since the
+/// 4 ms behind it (one, 2 ms behind, where the path lost nothing lately), so a next frame sent
+/// right behind (catching up) may overtake them and report a base that is still being rebuilt: that costs a repair, not a stall, since the
 /// frames chained on the one reported are reported at once too ([`ViewerSession::given_up`]).
 /// Holding such frames 6 ms did not lower the p99 in `bench net` (BENCHMARKS.md, "Chained
 /// deltas where lost packets are made good").
