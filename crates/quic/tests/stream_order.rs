@@ -70,9 +70,39 @@ async fn relay(host: SocketAddr) -> SocketAddr {
     addr
 }
 
+/// Attempts at the case tested: the second stream under way before the first is whole. How
+/// the packets fall into the window's flights moves with timing (with segmentation offload
+/// on, the host's packets leave in batches), and about one run in fifteen finished the first
+/// stream, lost packets and all, before 8 KiB of the second had arrived: that run tests
+/// nothing, so the case is set up again.
+const ATTEMPTS: usize = 4;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_s_lost_packet_goes_again_before_a_lower_priority_stream() {
-    let dir = std::env::temp_dir().join(format!("fw-stream-order-{}", std::process::id()));
+    let mut runs = Vec::new();
+    for attempt in 0..ATTEMPTS {
+        let done = two_streams(attempt).await;
+        let [(_, _, first_done), (_, second_begun, second_done)] = done[..] else {
+            panic!("two streams: {done:?}");
+        };
+        runs.push(done);
+        if second_begun >= first_done {
+            continue;
+        }
+        assert!(
+            first_done < second_done,
+            "the first stream, whose packet was lost, finishes first: {runs:?}"
+        );
+        return;
+    }
+    panic!("the second stream was never under way before the first was whole: {runs:?}");
+}
+
+/// Sends the two streams through the relay; returns, first stream first, each one's first
+/// byte, when it had begun to arrive and when it was whole.
+async fn two_streams(attempt: usize) -> Vec<(u8, Duration, Duration)> {
+    let dir =
+        std::env::temp_dir().join(format!("fw-stream-order-{}-{attempt}", std::process::id()));
     let id = Identity::load_or_create(&dir).expect("an identity");
     let host = server_endpoint(&id, "127.0.0.1:0".parse().expect("literal")).expect("host");
     let to = relay(host.local_addr().expect("address")).await;
@@ -122,14 +152,6 @@ async fn a_stream_s_lost_packet_goes_again_before_a_lower_priority_stream() {
     }
     let _host_conn = sender.await.expect("sender");
     done.sort_by_key(|&(id, _, _)| std::cmp::Reverse(id));
-    let [(_, _, first_done), (_, second_begun, second_done)] = done[..] else {
-        panic!("two streams: {done:?}");
-    };
-    // The case tested: the second stream was under way before the first one was whole.
-    assert!(second_begun < first_done, "{done:?}");
-    assert!(
-        first_done < second_done,
-        "the first stream, whose packet was lost, finishes first: {done:?}"
-    );
     let _ = std::fs::remove_dir_all(&dir);
+    done
 }
