@@ -10,15 +10,25 @@ import { chromium } from "playwright-core";
 export const root = new URL("../../../", import.meta.url).pathname;
 export const bin = process.env.FRAMEWIRE_BIN ?? join(root, "target/release/framewire");
 
-export async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
+/** `n` different free loopback ports. All are held until every one is picked: a port closed
+ * as soon as it was picked can be handed out again at once (a server once got the same port
+ * for two of its listeners and failed to start). */
+export async function freePorts(n) {
+  const held = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      held.push(
+        await new Promise((resolve, reject) => {
+          const s = createServer();
+          s.once("error", reject);
+          s.listen(0, "127.0.0.1", () => resolve(s));
+        }),
+      );
+    }
+    return held.map((s) => s.address().port);
+  } finally {
+    await Promise.all(held.map((s) => new Promise((resolve) => s.close(() => resolve()))));
+  }
 }
 
 async function waitForPort(port, ms) {
@@ -37,11 +47,12 @@ async function waitForPort(port, ms) {
 /** Starts `framewire <args>` with every port free and private; resolves when HTTP answers. */
 export async function startServer(args, { command = "serve", env = {}, quic = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "fw-browser-"));
-  const ports = { v1: await freePort(), daylight: await freePort(), sensor: await freePort(), http: await freePort() };
+  const [v1, daylight, sensor, http, quicPort] = await freePorts(5);
+  const ports = { v1, daylight, sensor, http };
   if (quic) {
-    // WebTransport (and framewire/1 over QUIC) on a UDP port; the certificate is made in the
-    // server's private directory.
-    ports.quic = await freePort();
+    // WebTransport (and framewire/1 over QUIC) on a UDP port (a TCP port free now, most likely
+    // free for UDP too); the certificate is made in the server's private directory.
+    ports.quic = quicPort;
     args = [...args, "--quic-port", String(ports.quic)];
     env = { FRAMEWIRE_CONFIG_DIR: join(dir, "config"), ...env };
   }
