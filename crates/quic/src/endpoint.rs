@@ -52,8 +52,8 @@ fn transport() -> Arc<quinn::TransportConfig> {
     // 400 kB frame is ~290 packets; on a 1 ms path without it, QUIC's frames spent 3.6 ms
     // crossing by the median (TCP's, offloaded by the kernel, 0.8–3.2), and its p99 was
     // 1.11–1.35 × TCP's by set; with it 2.65 ms and 1.04–1.17 × (BENCHMARKS.md, "Segmentation
-    // offload, and recovery shards for the loss seen"). Where a device refuses it, quinn-udp turns it off
-    // at the first refused send, whose packets QUIC then recovers as lost.
+    // offload, and recovery shards for the loss seen"). Where a device refuses it, quinn-udp
+    // turns it off at the first refused send, whose packets QUIC then recovers as lost.
     .enable_segmentation_offload(true)
     .ack_frequency_config(Some(ack_frequency()));
     Arc::new(t)
