@@ -420,10 +420,25 @@ def live(bin: Path, out: Path, name: str, colour: bool, serve_args: list[str]) -
         c0, t0 = cpu_seconds(srv.pid), time.monotonic()
         actions(s, tmp)
         c1, t1 = cpu_seconds(srv.pid), time.monotonic()
+        stages = host_stages(bin, tmp / "ctl.sock", colour is not False)
         os.killpg(view.pid, signal.SIGINT)
         line = view.communicate(timeout=10)[0].strip().splitlines()[-1]
         e2e = line.split("e2e avg/p99 ")[1].split("ms")[0].split("/")
-        return {"cpu_percent": 100 * (c1 - c0) / (t1 - t0), "e2e_avg_ms": float(e2e[0]), "e2e_p99_ms": float(e2e[1]), "viewer": line}
+        return {"cpu_percent": 100 * (c1 - c0) / (t1 - t0), "e2e_avg_ms": float(e2e[0]), "e2e_p99_ms": float(e2e[1]),
+                "viewer": line, "stages": stages}
+
+
+def host_stages(bin: Path, sock: Path, colour: bool) -> str:
+    """The host's own p99 per stage over its last frames (`framewire latency`), to tell where a
+    live tail comes from: capture (the X server's copy), the conversion, the encode, the send."""
+    r = subprocess.run([str(bin), "latency", "--json", "--control-socket", str(sock)],
+                       capture_output=True, text=True, timeout=10)
+    if r.returncode != 0:
+        return "–"
+    j = json.loads(r.stdout)
+    names = ("capture", "colour_planes", "colour_compress", "send") if colour else (
+        "capture", "grey", "delta_compress", "send")
+    return " / ".join(f"{j[k]['p99']:.2f}" for k in names)
 
 
 def report(bin: Path, out: Path, names: list[str]) -> str:
@@ -511,14 +526,15 @@ def main() -> int:
             record_one(a.bin, a.out, n, not a.no_vnc)
     table = report(a.bin, a.out, names)
     if a.live:
-        live_rows = ["", "| workload | viewer | server CPU, % of one core | capture→applied avg | p99 |", "|---|---|---|---|---|"]
+        live_rows = ["", "| workload | viewer | server CPU, % of one core | capture→applied avg | p99 | host p99, ms: capture / convert / encode / send |",
+                     "|---|---|---|---|---|---|"]
         for n in names:
             # An older binary without colour: its viewer is grey without being asked.
             for colour in ((None,) if a.live_grey_only else (True, False)):
                 r = live(a.bin, a.out, n, colour, a.serve_arg)
                 kind = "colour" if colour else "grey"
                 log(f"{n} live ({kind}): {r['viewer']}")
-                live_rows.append(f"| {n} | {kind} | {r['cpu_percent']:.1f} | {r['e2e_avg_ms']:.2f} ms | {r['e2e_p99_ms']:.2f} ms |")
+                live_rows.append(f"| {n} | {kind} | {r['cpu_percent']:.1f} | {r['e2e_avg_ms']:.2f} ms | {r['e2e_p99_ms']:.2f} ms | {r['stages']} |")
         table += "\n" + "\n".join(live_rows)
     (a.out / "RESULTS.md").write_text(table + "\n")
     print(table)
