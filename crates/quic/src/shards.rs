@@ -119,6 +119,15 @@ pub fn recovery_for(originals: usize, repair: Repair) -> usize {
     }
 }
 
+/// The shard length that spreads `len` bytes evenly over the fewest shards of at most `room`
+/// bytes (`room` even, at least 2): at most `room`, even, and `ceil(len / shard_len)` is that
+/// fewest count. `len` at least 1.
+fn even_share(len: usize, room: usize) -> usize {
+    let fewest = len.div_ceil(room);
+    // len / fewest <= room, so its ceiling, and that rounded up to even, are too (room is even).
+    len.div_ceil(fewest).next_multiple_of(2)
+}
+
 /// The most original shards a unit can have: the header counts them in a `u16`, and the codec
 /// takes a count only while, with its recovery count, `min(pow2(originals), pow2(recovery)) +
 /// max(originals, recovery) <= 65536` (pow2: the next power of two). With [`REPAIR_DIVISOR`]
@@ -142,9 +151,14 @@ fn max_originals() -> usize {
 /// (header included), originals then `repair`'s recovery shards, appended to `out`. Returns
 /// how many of them are recovery shards.
 ///
-/// `shard_len` is the largest even number that fits `max_datagram - HEADER_LEN` (and the
-/// header's `u16`), but no more than the unit needs: a unit smaller than one shard gets its own
-/// length rounded up to even, so a small frame is not padded to a full datagram.
+/// The unit takes as few shards as fit `max_datagram - HEADER_LEN` (and the header's `u16`),
+/// and `shard_len` spreads it evenly over them: the unit's length divided by that count,
+/// rounded up to even. Only the last shard is padded, by less than two bytes a shard, so a
+/// frame a little over one datagram is two half datagrams, not two whole ones. With every
+/// shard as large as a datagram allows, the last one was padded by half a datagram on
+/// average, and each recovery shard, as long as the others, was a whole datagram: a
+/// 2,900-byte unit with 1,184 bytes of room went as three shards and one recovery shard of
+/// 1,184 bytes (4,736), and goes as four of 968 (3,872).
 ///
 /// Errors, with `out` left as it was: an empty unit; `max_datagram` below `HEADER_LEN + 2`; a
 /// unit needing more shards than the header or the codec can count at this datagram size.
@@ -165,7 +179,7 @@ pub fn split(
         });
     }
     let room = (max_datagram - HEADER_LEN).min(MAX_SHARD_LEN) & !1;
-    let shard_len = room.min(unit.len().next_multiple_of(2));
+    let shard_len = even_share(unit.len(), room);
     let originals = unit.len().div_ceil(shard_len);
     let recovery = recovery_for(originals, repair);
     // Checked with the full share whatever `repair` is, so a unit splits or not alike on a
@@ -176,7 +190,7 @@ pub fn split(
     if !fits {
         return Err(ShardError::TooLarge {
             len: unit.len(),
-            max: (max_originals() * shard_len).min(u32::MAX as usize),
+            max: (max_originals() * room).min(u32::MAX as usize),
         });
     }
     // All of these fit their fields: checked just above (and shard_len <= MAX_SHARD_LEN).
@@ -825,10 +839,10 @@ mod tests {
                 "odd shard",
                 datagram(
                     Header {
-                        shard_len: 1183,
+                        shard_len: good.shard_len - 1,
                         ..good
                     },
-                    &payload[..1183],
+                    &payload[..good.shard_len as usize - 1],
                 ),
             ),
             (
@@ -1071,7 +1085,9 @@ mod tests {
     fn split_lays_out_the_unit_as_documented() {
         let unit = make_unit(4, 3001);
         let sent = split_vec(0xdead_beef, &unit, 1000);
-        let shard_len = 984;
+        // 984 bytes of room a shard: four shards at the least, and 3001 over four is 750.25,
+        // so 752 each (even), the last padded by 7.
+        let shard_len = 752;
         let originals = 4;
         assert_eq!(sent.len(), originals + 2);
         for (i, d) in sent.iter().enumerate() {
@@ -1114,9 +1130,37 @@ mod tests {
         let small = split_vec(1, b"hello", 1500);
         assert_eq!(small.len(), 3);
         assert!(small.iter().all(|d| d.len() == HEADER_LEN + 6));
-        // An odd room rounds down to even.
-        let odd = split_vec(1, &unit, 1001);
-        assert_eq!(header_of(&odd[0]).shard_len, 984);
+        // An odd room rounds down to even: two shards' worth of room holds 1968 bytes.
+        let full = split_vec(1, &make_unit(6, 1968), 1001);
+        assert_eq!(header_of(&full[0]).shard_len, 984);
+        assert_eq!(header_of(&full[0]).originals, 2);
+        // A unit a byte over one shard's room is two half shards, not two whole ones.
+        let over = split_vec(1, &make_unit(7, 985), 1000);
+        assert_eq!(header_of(&over[0]).originals, 2);
+        assert!(over.iter().all(|d| d.len() == HEADER_LEN + 494));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Whatever the unit's length and the datagram size: no datagram is over the size, the
+        /// unit takes the fewest shards that fit it, and the padding is under two bytes a
+        /// shard.
+        #[test]
+        fn shards_are_as_few_as_fit_and_padded_by_under_two_bytes_each(
+            len in 1usize..200_000,
+            max in (HEADER_LEN + 2)..9000usize,
+        ) {
+            let unit = make_unit(len as u64, len);
+            let mut out = Vec::new();
+            prop_assume!(split(3, &unit, max, Repair::One, &mut out).is_ok());
+            let h = header_of(&out[0]);
+            let room = (max - HEADER_LEN) & !1;
+            let originals = h.originals as usize;
+            prop_assert_eq!(originals, len.div_ceil(room));
+            prop_assert!(out.iter().all(|d| d.len() <= max && d.len() == out[0].len()));
+            let padding = originals * h.shard_len as usize - len;
+            prop_assert!(padding < 2 * originals, "{} bytes of padding in {} shards", padding, originals);
+        }
     }
 
     /// The recovery count is each unit's own (its header's): units with the full share and
