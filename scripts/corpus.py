@@ -420,7 +420,8 @@ def live(bin: Path, out: Path, name: str, colour: bool, serve_args: list[str]) -
         c0, t0 = cpu_seconds(srv.pid), time.monotonic()
         actions(s, tmp)
         c1, t1 = cpu_seconds(srv.pid), time.monotonic()
-        stages = host_stages(bin, tmp / "ctl.sock", colour is not False)
+        # colour None: a binary from before colour, whose viewer is grey.
+        stages = host_stages(bin, tmp / "ctl.sock", colour is True)
         os.killpg(view.pid, signal.SIGINT)
         line = view.communicate(timeout=10)[0].strip().splitlines()[-1]
         e2e = line.split("e2e avg/p99 ")[1].split("ms")[0].split("/")
@@ -433,12 +434,15 @@ def host_stages(bin: Path, sock: Path, colour: bool) -> str:
     live tail comes from: capture (the X server's copy), the conversion, the encode, the send."""
     r = subprocess.run([str(bin), "latency", "--json", "--control-socket", str(sock)],
                        capture_output=True, text=True, timeout=10)
-    if r.returncode != 0:
-        return "–"
-    j = json.loads(r.stdout)
     names = ("capture", "colour_planes", "colour_compress", "send") if colour else (
         "capture", "grey", "delta_compress", "send")
-    return " / ".join(f"{j[k]['p99']:.2f}" for k in names)
+    try:
+        j = json.loads(r.stdout) if r.returncode == 0 else None
+        return " / ".join(f"{j[k]['p99']:.2f}" for k in names) if j else "–"
+    except (ValueError, KeyError, TypeError) as e:
+        # An older binary's report, or none: the live figures above still stand.
+        log(f"framewire latency gave no stage figures ({e!r})")
+        return "–"
 
 
 def report(bin: Path, out: Path, names: list[str]) -> str:
