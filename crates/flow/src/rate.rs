@@ -36,7 +36,7 @@
 //!   window bound takes it: the budget is then the product plus the largest frame (and at
 //!   least two frames, up to 64 kB), so content that needs about what the path carries is
 //!   allowed about one frame beyond the product, not a whole product or the four-frame floor.
-//!   grey glxgears on 10 Mbit/s, 20 ms and 1 % loss (BENCHMARKS.md, "Shards spread evenly"),
+//!   Grey glxgears on 10 Mbit/s, 20 ms and 1 % loss (BENCHMARKS.md, "Shards spread evenly"),
 //!   three seeds: capture → applied p99 86.9 ms before the shards were spread evenly, 83.9
 //!   with them, 66.7 with this too; p50 29.9, 71.4 and 53.4. The stall probes' byte budget
 //!   and the outrun rule's count follow the smaller budget too. Where a queue is seen that
@@ -63,8 +63,9 @@ pub const MIN_RTT_WINDOW_US: u64 = 10_000_000;
 /// Frames that may be in flight before the first ACK.
 pub const FIRST_FRAMES: usize = 2;
 /// Small frames (typing, a cursor) may have up to four in flight within this many bytes (two
-/// once the path has queued lately), whatever the estimate: when frames are tiny, the samples measure the content, not the path,
-/// and a lost packet's retransmission would otherwise hold the next frames back.
+/// once the path has queued lately), whatever the estimate: when frames are tiny, the samples
+/// measure the content, not the path, and a lost packet's retransmission would otherwise hold
+/// the next frames back.
 const SMALL_FRAMES_FLOOR: u64 = 64 * 1024;
 /// A frame may go while the path is estimated to be busy for at most the minimum RTT, or this
 /// long (µs): one capture interval at 60 fps, so the next capture still finds the path busy.
