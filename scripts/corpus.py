@@ -398,7 +398,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def live(bin: Path, out: Path, name: str, colour: bool, serve_args: list[str]) -> dict:
+def live(bin: Path, out: Path, name: str, colour: bool | None, serve_args: list[str]) -> dict:
     """The workload live: `framewire serve` on the Xvfb screen at 60 fps with one headless
     viewer (colour or grey) on loopback, while the actions run. Returns the server's CPU (% of
     one core, over the actions) and the viewer's capture-to-applied latency."""

@@ -42,7 +42,9 @@
 //!   and the outrun rule's count follow the smaller budget too. Where a queue is seen that
 //!   is not the path's (the two ends' stalls on an unlimited path, see
 //!   [`DeliveryRate::unqueued_for`]), the budget stays at this size for the 2 s after;
-//!   measured only at 20 ms (unlimited, 50 and 10 Mbit/s, 0 and 1 %).
+//!   measured at 20 ms (unlimited, 50 and 10 Mbit/s, 0 and 1 %) and on unlimited 1 and 80 ms
+//!   paths (0 and 5 %), where the video at 80 ms and 5 % showed 37.6 pictures a second against
+//!   43.9 before.
 //! - **Queue ahead.** A frame larger than the product takes longer than a round trip to cross.
 //!   (On a path under 5 ms the threshold is the product over 5 ms: below that the round trip
 //!   is the ends'.) While one is in flight on a path that limits ([`DeliveryRate::path_busy_until_us`]), the
