@@ -728,16 +728,13 @@ impl DeliveryRate {
             let bdp = bytes_in(rate, min_rtt);
             // A frame the viewer is decoding is still unacknowledged but no longer on the
             // path: what the path carries meanwhile is room too.
-            // Past a queue the estimate is the path's own: one frame beyond the product
-            // (module doc, "Budget").
-            let base = if self.queued_lately() {
-                (bdp + frame).max((2 * frame).min(SMALL_FRAMES_FLOOR))
-            } else {
-                (2 * bdp)
-                    .max(bdp + frame)
-                    .max((4 * frame).min(SMALL_FRAMES_FLOOR))
-            };
-            base + self.hold_bytes(rate)
+            // Past a queue the estimate is the path's own: a gain of 1, not 2, and two
+            // small frames, not four (module doc, "Budget").
+            let (gain, small_frames) = if self.queued_lately() { (1, 2) } else { (2, 4) };
+            (gain * bdp)
+                .max(bdp + frame)
+                .max((small_frames * frame).min(SMALL_FRAMES_FLOOR))
+                + self.hold_bytes(rate)
         };
         LinkEstimate {
             rate_bytes_per_s: rate,

@@ -1,8 +1,8 @@
 //! framewire over QUIC across an emulated network: the server in one network namespace, the
 //! viewer in another, joined by `framewire-netem`'s relay with 10 ms each way and 5 % of
 //! packets lost in both directions (none in one test). Every picture the viewer shows must
-//! equal the scene's, and the stream must keep going: with a stream per frame, and with frames as datagrams with
-//! recovery shards. Needs root (namespaces); skipped with the reason otherwise.
+//! equal the scene's, and the stream must keep going: with a stream per frame, and with frames
+//! as datagrams with recovery shards. Needs root (namespaces); skipped with the reason otherwise.
 
 mod common;
 
