@@ -173,7 +173,9 @@ async fn flush<W: Wire, T: Transport>(
             smoothed_us: p.rtt_us,
             min_us: p.min_rtt_us,
         };
-        sock.bound_window(session.window_bound(rtt, now_us()));
+        let bound = session.window_bound(rtt, now_us());
+        let budget = session.link_estimate().map(|e| e.budget_bytes);
+        sock.bound_window(bound, budget.filter(|&b| b > 0));
     }
     while let Some(t) = session.poll_transmit() {
         write(cx, sock, t).await?;

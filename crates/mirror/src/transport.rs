@@ -67,8 +67,9 @@ pub trait Transport: Send {
         None
     }
     /// The most its congestion window may allow in flight, from what the session measured of
-    /// the path (`None`: no bound). Only a transport with a window of its own takes it.
-    fn bound_window(&mut self, _bytes: Option<u64>) {}
+    /// the path (`None`: no bound), and the least (`floor`: the session's byte budget; `None`:
+    /// none). Only a transport with a window of its own takes them.
+    fn bound_window(&mut self, _bytes: Option<u64>, _floor: Option<u64>) {}
 }
 
 /// Everything in order on one byte stream.

@@ -34,6 +34,16 @@
 //! [`WindowBound`]: the window is then at most that. Whether a sender fills
 //! its window (above) is judged against the window before the bound, so under a bound BBR's
 //! fall on a loss stays undone; the bound is the brake there.
+//!
+//! **A floor from the application.** On a path that loses packets at random, quinn's BBR can
+//! stay in loss recovery, its window a few hundred kilobytes, for as long as the loss lasts:
+//! a grey video on an unlimited 80 ms path with 5 % loss, whose frames of 400 kB filled that
+//! window (so it was not kept, above), stayed at 240–290 kB for a whole 6 s cell in three
+//! runs of four, and showed 6.5–7.0 pictures a second against 46–52 in the others
+//! (BENCHMARKS.md, "A floor under QUIC's window"). The host's own byte budget, from the
+//! delivery rate its frames' ACKs show, does not take random loss for congestion; QUIC was
+//! holding back what that budget let go. The host sets its budget as the window's floor
+//! ([`WindowBound::set_floor`]): the window is at least that, and still at most the bound.
 
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,25 +61,37 @@ pub const HOLD: Duration = Duration::from_secs(1);
 /// in `framewire_flow`'s `rate.rs`).
 pub const BOUND_FLOOR: u64 = 64 * 1024;
 
-/// The largest window the application allows a connection (0: no bound), shared between the
-/// connection's controller and whoever drives the connection. Read through
-/// [`WindowBound::of`] from a connection whose controller is a [`KeptWindow`].
+/// The largest window the application allows a connection (0: no bound), and the smallest
+/// (0: none), shared between the connection's controller and whoever drives the connection.
+/// Read through [`WindowBound::of`] from a connection whose controller is a [`KeptWindow`].
 #[derive(Debug, Clone, Default)]
-pub struct WindowBound(Arc<AtomicU64>);
+pub struct WindowBound(Arc<[AtomicU64; 2]>);
 
 impl WindowBound {
     /// At most `bytes` in flight, but never less than [`BOUND_FLOOR`]; `None` lifts the bound.
     pub fn set(&self, bytes: Option<u64>) {
         let v = bytes.map_or(0, |b| b.max(BOUND_FLOOR));
-        self.0.store(v, Ordering::Relaxed);
+        self.0[0].store(v, Ordering::Relaxed);
     }
 
     /// The bound in force (`None`: none).
     pub fn get(&self) -> Option<u64> {
-        match self.0.load(Ordering::Relaxed) {
+        match self.0[0].load(Ordering::Relaxed) {
             0 => None,
             b => Some(b),
         }
+    }
+
+    /// At least `bytes` may be in flight, under the bound (`None` or 0: no floor): what the
+    /// application's own measure of the path allows (the module doc, "A floor from the
+    /// application").
+    pub fn set_floor(&self, bytes: Option<u64>) {
+        self.0[1].store(bytes.unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// The floor in force (0: none).
+    pub fn floor(&self) -> u64 {
+        self.0[1].load(Ordering::Relaxed)
     }
 
     /// The bound of `conn`'s controller, when it is a [`KeptWindow`].
@@ -175,7 +197,7 @@ impl Controller for KeptWindow {
     }
 
     fn window(&self) -> u64 {
-        let w = self.unbounded();
+        let w = self.unbounded().max(self.bound.floor());
         self.bound.get().map_or(w, |b| w.min(b))
     }
 
@@ -288,6 +310,31 @@ mod tests {
         // Little in flight again: the window of the last second is kept.
         c.on_end_acks(t0 + Duration::from_millis(10), 20_000, true, Some(14));
         assert_eq!(c.window(), 2_000_000);
+    }
+
+    #[test]
+    fn a_floor_raises_the_window_but_not_past_the_bound() {
+        let (w, mut c, t0) = wrapped(280_000);
+        c.on_end_acks(t0, 270_000, false, Some(1));
+        assert_eq!(c.window(), 280_000);
+        let b = c.bound.clone();
+        b.set_floor(Some(1_100_000));
+        assert_eq!(
+            c.window(),
+            1_100_000,
+            "the host's budget, over BBR's window"
+        );
+        assert_eq!(c.metrics().congestion_window, 1_100_000);
+        // A larger window of BBR's own is not lowered to the floor.
+        *w.lock().unwrap() = 3_000_000;
+        assert_eq!(c.window(), 3_000_000);
+        *w.lock().unwrap() = 280_000;
+        // The bound still caps it.
+        b.set(Some(700_000));
+        assert_eq!(c.window(), 700_000);
+        b.set(None);
+        b.set_floor(None);
+        assert_eq!(c.window(), 280_000);
     }
 
     #[test]
