@@ -175,7 +175,7 @@ async fn flush<W: Wire, T: Transport>(
         };
         let bound = session.window_bound(rtt, now_us());
         let budget = session.link_estimate().map(|e| e.budget_bytes);
-        sock.bound_window(bound, budget.filter(|&b| b > 0));
+        sock.bound_window(bound, budget);
     }
     while let Some(t) = session.poll_transmit() {
         write(cx, sock, t).await?;

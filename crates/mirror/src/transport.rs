@@ -67,9 +67,9 @@ pub trait Transport: Send {
         None
     }
     /// The most its congestion window may allow in flight, from what the session measured of
-    /// the path (`None`: no bound), and the least (`floor`: the session's byte budget; `None`:
+    /// the path (`None`: no bound), and the least (the session's byte budget; `None` or 0:
     /// none). Only a transport with a window of its own takes them.
-    fn bound_window(&mut self, _bytes: Option<u64>, _floor: Option<u64>) {}
+    fn bound_window(&mut self, _bytes: Option<u64>, _least: Option<u64>) {}
 }
 
 /// Everything in order on one byte stream.

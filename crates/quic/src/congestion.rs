@@ -35,15 +35,17 @@
 //! its window (above) is judged against the window before the bound, so under a bound BBR's
 //! fall on a loss stays undone; the bound is the brake there.
 //!
-//! **A floor from the application.** On a path that loses packets at random, quinn's BBR can
-//! stay in loss recovery, its window a few hundred kilobytes, for as long as the loss lasts:
-//! a grey video on an unlimited 80 ms path with 5 % loss, whose frames of 400 kB filled that
-//! window (so it was not kept, above), stayed at 240–290 kB for a whole 6 s cell in three
-//! runs of four, and showed 6.5–7.0 pictures a second against 46–52 in the others
-//! (BENCHMARKS.md, "A floor under QUIC's window"). The host's own byte budget, from the
-//! delivery rate its frames' ACKs show, does not take random loss for congestion; QUIC was
-//! holding back what that budget let go. The host sets its budget as the window's floor
-//! ([`WindowBound::set_floor`]): the window is at least that, and still at most the bound.
+//! **The least from the application.** On a path that loses packets at random, quinn's BBR
+//! can stay in loss recovery, its window a few hundred kilobytes, while the loss lasts, and a
+//! sender of large frames fills that window, so it is not kept (above); the frames then cross
+//! at that window a round trip (BENCHMARKS.md, "A floor under QUIC's window"). The host's own
+//! byte budget, from the delivery rate its frames' ACKs show, does not take random loss for
+//! congestion. The host sets that budget as the least the window may be
+//! ([`WindowBound::set_least`]): the window is at least that, and still at most the bound.
+//! The bound is set wherever the round trip showed a queue, so the least acts where it did
+//! not, and there it overrides BBR's response to loss, a persistent congestion's included:
+//! the host's budget, about twice what its frames' ACKs show the path delivered in a minimum
+//! RTT, is then what limits the window.
 
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,37 +63,44 @@ pub const HOLD: Duration = Duration::from_secs(1);
 /// in `framewire_flow`'s `rate.rs`).
 pub const BOUND_FLOOR: u64 = 64 * 1024;
 
-/// The largest window the application allows a connection (0: no bound), and the smallest
-/// (0: none), shared between the connection's controller and whoever drives the connection.
-/// Read through [`WindowBound::of`] from a connection whose controller is a [`KeptWindow`].
+/// The largest window the application allows a connection, and the least, shared between the
+/// connection's controller and whoever drives the connection. Read through
+/// [`WindowBound::of`] from a connection whose controller is a [`KeptWindow`].
 #[derive(Debug, Clone, Default)]
-pub struct WindowBound(Arc<[AtomicU64; 2]>);
+pub struct WindowBound(Arc<Limits>);
+
+/// 0: none.
+#[derive(Debug, Default)]
+struct Limits {
+    most: AtomicU64,
+    least: AtomicU64,
+}
 
 impl WindowBound {
     /// At most `bytes` in flight, but never less than [`BOUND_FLOOR`]; `None` lifts the bound.
     pub fn set(&self, bytes: Option<u64>) {
         let v = bytes.map_or(0, |b| b.max(BOUND_FLOOR));
-        self.0[0].store(v, Ordering::Relaxed);
+        self.0.most.store(v, Ordering::Relaxed);
     }
 
     /// The bound in force (`None`: none).
     pub fn get(&self) -> Option<u64> {
-        match self.0[0].load(Ordering::Relaxed) {
+        match self.0.most.load(Ordering::Relaxed) {
             0 => None,
             b => Some(b),
         }
     }
 
-    /// At least `bytes` may be in flight, under the bound (`None` or 0: no floor): what the
-    /// application's own measure of the path allows (the module doc, "A floor from the
+    /// At least `bytes` may be in flight, under the bound (`None` or 0: no least): what the
+    /// application's own measure of the path allows (the module doc, "The least from the
     /// application").
-    pub fn set_floor(&self, bytes: Option<u64>) {
-        self.0[1].store(bytes.unwrap_or(0), Ordering::Relaxed);
+    pub fn set_least(&self, bytes: Option<u64>) {
+        self.0.least.store(bytes.unwrap_or(0), Ordering::Relaxed);
     }
 
-    /// The floor in force (0: none).
-    pub fn floor(&self) -> u64 {
-        self.0[1].load(Ordering::Relaxed)
+    /// The least in force (0: none).
+    pub fn least(&self) -> u64 {
+        self.0.least.load(Ordering::Relaxed)
     }
 
     /// The bound of `conn`'s controller, when it is a [`KeptWindow`].
@@ -106,12 +115,13 @@ impl WindowBound {
 }
 
 /// A controller whose window does not fall for [`HOLD`] after the wrapped one lowers it, and
-/// is never above its [`WindowBound`].
+/// is never above its [`WindowBound`]'s bound nor, under that, below its least.
 pub struct KeptWindow {
     inner: Box<dyn Controller>,
     /// The largest window the wrapped controller reported within [`HOLD`], and when.
     kept: Option<(u64, Instant)>,
-    /// At the last ACKs, more than half the window before the bound was in flight. Under a
+    /// At the last ACKs, more than half the window before the bound and the least (the wrapped
+    /// one's, or the one kept) was in flight. Under a
     /// bound far below BBR's window this stays false, and BBR's fall on a loss is undone: the
     /// bound, set from the host's own measure of the path, is the brake there.
     filling: bool,
@@ -128,7 +138,7 @@ impl KeptWindow {
         }
     }
 
-    /// The window before the bound: the wrapped one's, or the one kept.
+    /// The window before the bound and the least: the wrapped one's, or the one kept.
     fn unbounded(&self) -> u64 {
         let w = self.inner.window();
         match self.kept {
@@ -197,7 +207,7 @@ impl Controller for KeptWindow {
     }
 
     fn window(&self) -> u64 {
-        let w = self.unbounded().max(self.bound.floor());
+        let w = self.unbounded().max(self.bound.least());
         self.bound.get().map_or(w, |b| w.min(b))
     }
 
@@ -313,19 +323,19 @@ mod tests {
     }
 
     #[test]
-    fn a_floor_raises_the_window_but_not_past_the_bound() {
+    fn the_least_raises_the_window_but_not_past_the_bound() {
         let (w, mut c, t0) = wrapped(280_000);
         c.on_end_acks(t0, 270_000, false, Some(1));
         assert_eq!(c.window(), 280_000);
         let b = c.bound.clone();
-        b.set_floor(Some(1_100_000));
+        b.set_least(Some(1_100_000));
         assert_eq!(
             c.window(),
             1_100_000,
             "the host's budget, over BBR's window"
         );
         assert_eq!(c.metrics().congestion_window, 1_100_000);
-        // A larger window of BBR's own is not lowered to the floor.
+        // A larger window of BBR's own is not lowered to the least.
         *w.lock().unwrap() = 3_000_000;
         assert_eq!(c.window(), 3_000_000);
         *w.lock().unwrap() = 280_000;
@@ -333,7 +343,16 @@ mod tests {
         b.set(Some(700_000));
         assert_eq!(c.window(), 700_000);
         b.set(None);
-        b.set_floor(None);
+        // 0 is none, as `None` is.
+        b.set_least(Some(0));
+        assert_eq!(c.window(), 280_000);
+        // A window kept through a loss stays above a smaller least.
+        c.on_end_acks(t0 + Duration::from_millis(1), 10_000, true, Some(2));
+        *w.lock().unwrap() = 57_000;
+        c.on_end_acks(t0 + Duration::from_millis(2), 10_000, true, Some(3));
+        b.set_least(Some(100_000));
+        assert_eq!(c.window(), 280_000, "kept, above the least");
+        b.set_least(None);
         assert_eq!(c.window(), 280_000);
     }
 

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `identity.rs` | the host's self-signed certificate: made on first run, kept in the config directory, renewed before it runs out; its SHA-256 fingerprint |
 //! | `pin.rs` | the viewer's check of the host: the certificate must have the fingerprint from the link |
-//! | `congestion.rs` | QUIC's congestion window: BBR's, kept for a while when a loss would drop it to the bytes in flight, never above the bound the host sets from its own measure of the path, nor below the host's byte budget |
+//! | `congestion.rs` | QUIC's congestion window: BBR's, kept for a while when a loss would drop it to the bytes in flight, never above the bound the host sets from its own measure of the path, nor, under that, below the host's byte budget |
 //! | `endpoint.rs` | the transport settings, host and viewer endpoints built from them, and the HTTP port's TLS |
 //! | `shards.rs` | frames as QUIC datagrams: split into shards with Reed-Solomon recovery shards, and put back together from any enough of them |
 //!

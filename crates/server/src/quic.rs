@@ -453,10 +453,10 @@ impl<L: FrameLink> Transport for QuicTransport<L> {
             .map(|d| d.most() as u64)
     }
 
-    fn bound_window(&mut self, bytes: Option<u64>, floor: Option<u64>) {
+    fn bound_window(&mut self, bytes: Option<u64>, least: Option<u64>) {
         if let Some(b) = self.bound.current(self.link.quic()) {
             b.set(bytes);
-            b.set_floor(floor);
+            b.set_least(least);
         }
     }
 
