@@ -301,6 +301,14 @@ pub const STALL_AFTER_US: u64 = 60_000;
 /// RTT would bring it: one capture interval at 60 fps ([`ViewerFlow::keeping_up`]).
 pub const OVERDUE_AFTER_US: u64 = 17_000;
 pub const PROBE_EVERY_US: u64 = 25_000;
+/// A stall probe of at most this many bytes is never taken for one that crosses slower than
+/// the time between probes ([`ViewerFlow::stall_probe_at`]): on a path whose delivery rate is
+/// the content's, a small frame "takes" longer than that at the rate only because the content
+/// sends little. A scroll's probe of 7.7 kB at an estimated 286 kB/s (an unlimited 80 ms
+/// path, 5 % loss) took 27 ms by it, the next probe waited 172 ms for it to be overdue, and
+/// the picture was exact again 150 ms after the blackout, over target 4's 113 (BENCHMARKS.md,
+/// "Small stall probes go on"). As much as this crosses a 10 Mbit/s link in 52 ms.
+pub const SMALL_PROBE_BYTES: u64 = 64 * 1024;
 /// ACK timeouts after which a frame on a stream of its own is given up on whatever the
 /// viewer answers, and after which, given up on, it no longer counts in the bytes in flight
 /// ([`DeliveryRate::forget`]). Such a frame is not lost (the transport delivers it unless the
@@ -579,7 +587,8 @@ impl ViewerFlow {
         // that took longer to cross than the estimate says go on every 25 ms, paced at the
         // old rate, until an ACK or the ACK timeout; that timeout is what the viewer waited
         // for before, when one budget of probes was all it got. Not measured.
-        let large = e.time_us(self.probe_largest) > PROBE_EVERY_US
+        let slow = |bytes: u64| bytes > SMALL_PROBE_BYTES && e.time_us(bytes) > PROBE_EVERY_US;
+        let large = slow(self.probe_largest)
             && (2 * self.probe_largest > e.budget_bytes || b.path_limits());
         if self.probe_bytes >= e.budget_bytes && large {
             return None;
@@ -607,9 +616,7 @@ impl ViewerFlow {
         // MB (270 ms to cross at the estimated 42 Mbit/s), had sent six probes in 630 ms for
         // two frames that were slow, not lost: 8.7 MB in flight, 1.7 s at that rate.
         let after_probe = match self.probe_seq.and_then(|s| b.crossing(s)) {
-            Some((bytes, across_us)) if b.path_limits() && e.time_us(bytes) > PROBE_EVERY_US => {
-                across_us + overdue
-            }
+            Some((bytes, across_us)) if b.path_limits() && slow(bytes) => across_us + overdue,
             _ => 0,
         };
         let stalled_at = across + overdue;
@@ -1829,6 +1836,32 @@ mod tests {
         assert!(probes.len() >= 10, "{probes:?}: {e:?}");
         for w in probes.windows(2) {
             assert!(w[1] - w[0] >= PROBE_EVERY_US, "{probes:?}");
+        }
+    }
+
+    /// Probes of a few kilobytes on a path that limits (it queued lately), where the delivery
+    /// rate is the content's and such a probe takes longer than the time between probes to
+    /// cross at it: they go on through a blackout, paced by that rate, and none waits for the
+    /// one before it to be overdue.
+    #[test]
+    fn small_probes_go_on_where_the_rate_is_the_contents() {
+        let v = &mut flow().with_byte_budget().with_stall_probes();
+        let (now, seq, sent_at) = run_until_dark(v);
+        // The transport's round trip showed a queue: the path limits what is sent.
+        let _ = v.window_bound(TransportRtt::smoothed(200_000), now);
+        assert!(v.bytes.as_ref().is_some_and(DeliveryRate::path_limits));
+        let e = v.link_estimate().expect("a byte budget");
+        let probe = 6_000;
+        assert!(e.time_us(probe) > PROBE_EVERY_US, "{e:?}");
+        let last = sent_at.first().map_or(seq - 1, |&(s, _)| s - 1);
+        // A second in the dark.
+        let probes = in_the_dark(v, (now, seq), last, probe, 60);
+        assert!(probes.len() >= 10, "{probes:?}: {e:?}");
+        let crossing_and_overdue = e.time_us(probe) + e.min_rtt_us + STALL_AFTER_US;
+        for w in probes.windows(2) {
+            assert!(w[1] - w[0] >= PROBE_EVERY_US, "{probes:?}");
+            // Paced by the rate, not held until the one before is overdue.
+            assert!(w[1] - w[0] < crossing_and_overdue, "{probes:?}: {e:?}");
         }
     }
 
