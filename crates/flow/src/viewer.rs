@@ -285,8 +285,8 @@ pub struct ViewerFlow {
 /// measured delivery rate over the time since the first of them: a long
 /// blackout gets probes at about the rate the path carried, so one crosses soon after the
 /// path comes back (had they stopped, the next frame would wait for the transport's probe
-/// timeout). Where a probe takes longer to cross than [`PROBE_EVERY_US`], and is larger than
-/// half the budget (a video on a slow path, whose frames take a round trip or more to cross)
+/// timeout). Where a probe over [`SMALL_PROBE_BYTES`] takes longer to cross than
+/// [`PROBE_EVERY_US`], and is larger than half the budget (a video on a slow path, whose frames take a round trip or more to cross)
 /// or crosses a path that limits what is sent ([`DeliveryRate::path_limits`]), a
 /// stall is more likely a frame still crossing than a blackout, and a newer probe would only
 /// supersede one about to arrive: one budget of probes is all it gets, and each such probe
