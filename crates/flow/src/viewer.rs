@@ -285,8 +285,9 @@ pub struct ViewerFlow {
 /// measured delivery rate over the time since the first of them: a long
 /// blackout gets probes at about the rate the path carried, so one crosses soon after the
 /// path comes back (had they stopped, the next frame would wait for the transport's probe
-/// timeout). Where a probe over [`SMALL_PROBE_BYTES`] takes longer to cross than
-/// [`PROBE_EVERY_US`], and is larger than half the budget (a video on a slow path, whose frames take a round trip or more to cross)
+/// timeout). Where a probe takes longer to cross than [`PROBE_EVERY_US`] (and a round trip,
+/// if it is at most [`SMALL_PROBE_BYTES`]), and is larger than half the budget (a video on a
+/// slow path, whose frames take a round trip or more to cross)
 /// or crosses a path that limits what is sent ([`DeliveryRate::path_limits`]), a
 /// stall is more likely a frame still crossing than a blackout, and a newer probe would only
 /// supersede one about to arrive: one budget of probes is all it gets, and each such probe
@@ -301,13 +302,18 @@ pub const STALL_AFTER_US: u64 = 60_000;
 /// RTT would bring it: one capture interval at 60 fps ([`ViewerFlow::keeping_up`]).
 pub const OVERDUE_AFTER_US: u64 = 17_000;
 pub const PROBE_EVERY_US: u64 = 25_000;
-/// A stall probe of at most this many bytes is never taken for one that crosses slower than
-/// the time between probes ([`ViewerFlow::stall_probe_at`]): on a path whose delivery rate is
-/// the content's, a small frame "takes" longer than that at the rate only because the content
-/// sends little. A scroll's probe of 7.7 kB at an estimated 286 kB/s (an unlimited 80 ms
-/// path, 5 % loss) took 27 ms by it, the next probe waited 172 ms for it to be overdue, and
-/// the picture was exact again 150 ms after the blackout, over target 4's 113 (BENCHMARKS.md,
-/// "Small stall probes go on"). As much as this crosses a 10 Mbit/s link in 52 ms.
+/// A stall probe of at most this many bytes (as `rate.rs`'s small frames) is taken for one
+/// that crosses slower than the time between probes ([`ViewerFlow::stall_probe_at`]) only
+/// where it also takes longer than a minimum round trip to cross. Such a frame goes as datagrams
+/// (up to 128 KiB), so a newer probe never makes the transport give up on it. And where the
+/// delivery rate is the content's, a small frame "takes" longer than that at the rate only
+/// because the content sends little. In a traced run (the trace not kept), a scroll's probe
+/// of 7.7 kB at an estimated 286 kB/s (an unlimited 80 ms path, 5 % loss) took 27 ms by it,
+/// the next probe waited 172 ms for it to be overdue, and the picture was exact again 150 ms
+/// after the blackout, over target 4's 113 (BENCHMARKS.md, "Small stall probes go on"). As
+/// much as this crosses a 10 Mbit/s link in 52 ms; on a path of 1–2 Mbit/s it takes a
+/// quarter to half a second, longer than most round trips, and the rules for slow probes
+/// hold (not measured there).
 pub const SMALL_PROBE_BYTES: u64 = 64 * 1024;
 /// ACK timeouts after which a frame on a stream of its own is given up on whatever the
 /// viewer answers, and after which, given up on, it no longer counts in the bytes in flight
@@ -577,7 +583,8 @@ impl ViewerFlow {
         // each would queue behind the ones before it and supersede them as they cross (a
         // video at 50 Mbit/s and 80 ms, 400 kB a frame under a budget of 960 kB). The frames
         // stuck before them do not count: each probe makes the transport give up on them.
-        // Either way only where a probe takes longer to cross than the time between probes:
+        // Either way only where a probe takes longer to cross than the time between probes
+        // (and, at most `SMALL_PROBE_BYTES`, than a round trip):
         // on a fast short path a frame is over half the budget (a product of tens of kB) yet
         // crosses in a few ms, and a blackout there that took the one budget of probes (a
         // colour testsrc2 recording at 1 ms: 192 kB frames, 470 Mbit/s) left the viewer
@@ -587,7 +594,12 @@ impl ViewerFlow {
         // that took longer to cross than the estimate says go on every 25 ms, paced at the
         // old rate, until an ACK or the ACK timeout; that timeout is what the viewer waited
         // for before, when one budget of probes was all it got. Not measured.
-        let slow = |bytes: u64| bytes > SMALL_PROBE_BYTES && e.time_us(bytes) > PROBE_EVERY_US;
+        // A small probe counts only where it also takes longer than a round trip to cross (a
+        // slow path, not a content-limited rate: a scroll's 7.7 kB took 27 ms at 80 ms).
+        let slow = |bytes: u64| {
+            let t = e.time_us(bytes);
+            t > PROBE_EVERY_US && (bytes > SMALL_PROBE_BYTES || t > e.min_rtt_us)
+        };
         let large = slow(self.probe_largest)
             && (2 * self.probe_largest > e.budget_bytes || b.path_limits());
         if self.probe_bytes >= e.budget_bytes && large {
@@ -609,9 +621,9 @@ impl ViewerFlow {
         };
         let across = b.oldest_across_us(oldest, &e).max(queued);
         let overdue = e.min_rtt_us + b.viewer_hold_us() + STALL_AFTER_US;
-        // A probe still in flight that takes longer than the time between probes to cross a
-        // path that limits: the next waits until it is overdue itself, as a frame would be,
-        // so no two such probes cross at once. An ACK of an older frame ends the stall, not
+        // A probe still in flight that is slow as above, on a path that limits: the next
+        // waits until it is overdue itself, as a frame would be, so no two such probes cross
+        // at once. An ACK of an older frame ends the stall, not
         // the probe's crossing. A Mandelbrot zoom at 50 Mbit/s and 1 % loss, frames of 1.4
         // MB (270 ms to cross at the estimated 42 Mbit/s), had sent six probes in 630 ms for
         // two frames that were slow, not lost: 8.7 MB in flight, 1.7 s at that rate.
@@ -1841,28 +1853,40 @@ mod tests {
 
     /// Probes of a few kilobytes on a path that limits (it queued lately), where the delivery
     /// rate is the content's and such a probe takes longer than the time between probes to
-    /// cross at it: they go on through a blackout, paced by that rate, and none waits for the
-    /// one before it to be overdue.
+    /// cross at it, but less than a round trip: they go on through a blackout, paced by that
+    /// rate, and none waits for the one before it to be overdue. A small probe that takes
+    /// longer than a round trip is slow as a large one is.
     #[test]
     fn small_probes_go_on_where_the_rate_is_the_contents() {
-        let v = &mut flow().with_byte_budget().with_stall_probes();
-        let (now, seq, sent_at) = run_until_dark(v);
-        // The transport's round trip showed a queue: the path limits what is sent.
-        let _ = v.window_bound(TransportRtt::smoothed(200_000), now);
-        assert!(v.bytes.as_ref().is_some_and(DeliveryRate::path_limits));
+        let dark_after_2_kb_frames = || {
+            let v = &mut flow().with_byte_budget().with_stall_probes();
+            let (now, seq, sent_at) = run_until_dark(v);
+            // The transport's round trip showed a queue: the path limits what is sent.
+            let _ = v.window_bound(TransportRtt::smoothed(200_000), now);
+            assert!(v.bytes.as_ref().is_some_and(DeliveryRate::path_limits));
+            let last = sent_at.first().map_or(seq - 1, |&(s, _)| s - 1);
+            (v.clone(), (now, seq), last)
+        };
+        let (mut v, at, last) = dark_after_2_kb_frames();
         let e = v.link_estimate().expect("a byte budget");
-        let probe = 6_000;
-        assert!(e.time_us(probe) > PROBE_EVERY_US, "{e:?}");
-        let last = sent_at.first().map_or(seq - 1, |&(s, _)| s - 1);
+        let probe = 3_200;
+        let t = e.time_us(probe);
+        assert!(t > PROBE_EVERY_US && t < e.min_rtt_us, "{e:?}");
+        assert!(2 * probe <= e.budget_bytes, "{e:?}");
         // A second in the dark.
-        let probes = in_the_dark(v, (now, seq), last, probe, 60);
+        let probes = in_the_dark(&mut v, at, last, probe, 60);
         assert!(probes.len() >= 10, "{probes:?}: {e:?}");
-        let crossing_and_overdue = e.time_us(probe) + e.min_rtt_us + STALL_AFTER_US;
+        let crossing_and_overdue = t + e.min_rtt_us + STALL_AFTER_US;
         for w in probes.windows(2) {
             assert!(w[1] - w[0] >= PROBE_EVERY_US, "{probes:?}");
             // Paced by the rate, not held until the one before is overdue.
             assert!(w[1] - w[0] < crossing_and_overdue, "{probes:?}: {e:?}");
         }
+        // Probes of 30 kB take longer than a round trip at that rate: one budget of them.
+        let (mut v, at, last) = dark_after_2_kb_frames();
+        assert!(e.time_us(30_000) > e.min_rtt_us, "{e:?}");
+        let probes = in_the_dark(&mut v, at, last, 30_000, 60);
+        assert!(!probes.is_empty() && probes.len() <= 2, "{probes:?}: {e:?}");
     }
 
     /// Without `with_stall_probes` (a transport that delivers every frame in order), a viewer
