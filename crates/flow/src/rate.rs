@@ -68,7 +68,7 @@ pub const FIRST_FRAMES: usize = 2;
 /// once the path has queued lately), whatever the estimate: when frames are tiny, the samples
 /// measure the content, not the path, and a lost packet's retransmission would otherwise hold
 /// the next frames back.
-const SMALL_FRAMES_FLOOR: u64 = 64 * 1024;
+pub(crate) const SMALL_FRAMES_FLOOR: u64 = 64 * 1024;
 /// A frame may go while the path is estimated to be busy for at most the minimum RTT, or this
 /// long (µs): one capture interval at 60 fps, so the next capture still finds the path busy.
 const QUEUE_AHEAD_MIN_US: u64 = 17_000;

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use framewire_telemetry::SampleWindow;
 
-use crate::rate::{make_room, GIVEN_UP};
+use crate::rate::{make_room, GIVEN_UP, SMALL_FRAMES_FLOOR};
 use crate::{DeliveryRate, InflightLimit, LinkEstimate, TransportRtt};
 
 /// The frame-count limit of a viewer whose bytes in flight are budgeted from its delivery rate
@@ -302,10 +302,10 @@ pub const STALL_AFTER_US: u64 = 60_000;
 /// RTT would bring it: one capture interval at 60 fps ([`ViewerFlow::keeping_up`]).
 pub const OVERDUE_AFTER_US: u64 = 17_000;
 pub const PROBE_EVERY_US: u64 = 25_000;
-/// A stall probe of at most this many bytes (as `rate.rs`'s small frames) is taken for one
-/// that crosses slower than the time between probes ([`ViewerFlow::stall_probe_at`]) only
-/// where it also takes longer than a minimum round trip to cross. Such a frame goes as datagrams
-/// (up to 128 KiB), so a newer probe never makes the transport give up on it. And where the
+/// A stall probe of at most this many bytes (64 KiB, the small frames' floor of `rate.rs`) is
+/// taken for one that crosses slower than the time between probes
+/// ([`ViewerFlow::stall_probe_at`]) only where it also takes longer than a minimum round trip
+/// to cross. Such a frame goes as datagrams (up to 128 KiB), so a newer probe never makes the transport give up on it. And where the
 /// delivery rate is the content's, a small frame "takes" longer than that at the rate only
 /// because the content sends little. In a traced run (the trace not kept), a scroll's probe
 /// of 7.7 kB at an estimated 286 kB/s (an unlimited 80 ms path, 5 % loss) took 27 ms by it,
@@ -314,7 +314,7 @@ pub const PROBE_EVERY_US: u64 = 25_000;
 /// much as this crosses a 10 Mbit/s link in 52 ms; on a path of 1–2 Mbit/s it takes a
 /// quarter to half a second, longer than most round trips, and the rules for slow probes
 /// hold (not measured there).
-pub const SMALL_PROBE_BYTES: u64 = 64 * 1024;
+pub const SMALL_PROBE_BYTES: u64 = SMALL_FRAMES_FLOOR;
 /// ACK timeouts after which a frame on a stream of its own is given up on whatever the
 /// viewer answers, and after which, given up on, it no longer counts in the bytes in flight
 /// ([`DeliveryRate::forget`]). Such a frame is not lost (the transport delivers it unless the
