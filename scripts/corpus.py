@@ -398,7 +398,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def live(bin: Path, out: Path, name: str, colour: bool | None, serve_args: list[str]) -> dict:
+def live(bin: Path, out: Path, name: str, colour: bool | None, serve_args: list[str], realtime: bool = False) -> dict:
     """The workload live: `framewire serve` on the Xvfb screen at 60 fps with one headless
     viewer (colour or grey) on loopback, while the actions run. Returns the server's CPU (% of
     one core, over the actions) and the viewer's capture-to-applied latency."""
@@ -409,14 +409,19 @@ def live(bin: Path, out: Path, name: str, colour: bool | None, serve_args: list[
             [str(bin), "serve", "--source", f"x11:{s.n}", "--no-cursor", "--view-only", "--port", str(port),
              "--no-daylight", "--no-sensors", "--no-http", "--no-touch", "--fps", "60",
              "--control-socket", str(tmp / "ctl.sock"), "--status-file", str(tmp / "status"), *serve_args]
+            + (["--realtime"] if realtime else [])
         )
         time.sleep(1)
         view = subprocess.Popen(
             [str(bin), "view", "--headless", "--port", str(port), "--interval", "1000"]
-            + (["--grey"] if colour is False else []),
+            + (["--grey"] if colour is False else [])
+            + (["--realtime"] if realtime else []),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
         )
         time.sleep(1.5)
+        # The viewer's timings from here on: the actions, not its join (a keyframe and the
+        # frames queued behind it, which a 600-frame window of a short workload still held).
+        os.kill(view.pid, signal.SIGUSR1)
         c0, t0 = cpu_seconds(srv.pid), time.monotonic()
         actions(s, tmp)
         c1, t1 = cpu_seconds(srv.pid), time.monotonic()
@@ -496,6 +501,8 @@ def main() -> int:
                     help="also run each workload live through framewire serve with one headless viewer, colour then grey: server CPU and capture-to-applied latency")
     ap.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
                     help="with --live, pass ARG to framewire serve (repeatable), e.g. --serve-arg=--no-predicted-rects")
+    ap.add_argument("--realtime", action="store_true",
+                    help="with --live, run the server and the viewer with --realtime (SCHED_FIFO; needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO)")
     ap.add_argument("--live-grey-only", action="store_true",
                     help="with --live, one grey run per workload (for a --bin from before colour)")
     ap.add_argument("--program", action="append", default=[], metavar="NAME=COMMAND",
@@ -535,7 +542,7 @@ def main() -> int:
         for n in names:
             # An older binary without colour: its viewer is grey without being asked.
             for colour in ((None,) if a.live_grey_only else (True, False)):
-                r = live(a.bin, a.out, n, colour, a.serve_arg)
+                r = live(a.bin, a.out, n, colour, a.serve_arg, a.realtime)
                 kind = "colour" if colour else "grey"
                 log(f"{n} live ({kind}): {r['viewer']}")
                 live_rows.append(f"| {n} | {kind} | {r['cpu_percent']:.1f} | {r['e2e_avg_ms']:.2f} ms | {r['e2e_p99_ms']:.2f} ms | {r['stages']} |")

@@ -49,6 +49,12 @@ impl Default for ShmViewerStats {
 }
 
 impl ShmViewerStats {
+    /// Empties the timing windows, as [`crate::viewer::ViewerStats::clear_windows`].
+    pub fn clear_windows(&mut self) {
+        self.e2e_us.clear();
+        self.verify_us.clear();
+    }
+
     pub fn line(&self) -> String {
         let ms = |w: &SampleWindow, p: f64| w.percentile(p).unwrap_or(0.0) / 1000.0;
         format!(

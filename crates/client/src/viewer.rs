@@ -158,6 +158,23 @@ impl ViewerStats {
         }
     }
 
+    /// Empties the timing windows, so that the figures printed next cover only what comes
+    /// after (a script's measured period, not the join's keyframe and the frames behind it).
+    /// The counts since the start stay.
+    pub fn clear_windows(&mut self) {
+        for w in [
+            &mut self.recv_us,
+            &mut self.decompress_us,
+            &mut self.apply_us,
+            &mut self.total_us,
+            &mut self.e2e_us,
+            &mut self.applied_at,
+            &mut self.payload_bytes,
+        ] {
+            w.clear();
+        }
+    }
+
     /// The one-line summary printed every few seconds (the Android viewer's logcat line).
     pub fn line(&self) -> String {
         let e2e = if self.e2e_us.is_empty() {

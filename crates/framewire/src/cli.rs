@@ -133,6 +133,8 @@ pub struct ServeArgs {
     /// A stream without items for this long is forgotten (seconds).
     #[arg(long, default_value_t = 600, value_name = "SECONDS")]
     pub stream_idle_secs: u64,
+    #[command(flatten)]
+    pub sched: SchedArgs,
     /// framewire v1 port (0 = any free port).
     #[arg(long, default_value_t = 7878)]
     pub port: u16,
@@ -332,7 +334,9 @@ pub struct ViewArgs {
     /// Stop after this many frames.
     #[arg(long)]
     pub frames: Option<u64>,
-    /// Seconds between statistics lines.
+    /// Seconds between statistics lines. Their timings are over the last frames (capture →
+    /// applied over 600); SIGUSR1 empties these windows, so that what follows is measured
+    /// without the join (`kill -USR1 PID` as the period to measure begins).
     #[arg(long, default_value_t = 2.0)]
     pub interval: f64,
     /// Print the final statistics as JSON.
@@ -345,6 +349,22 @@ pub struct ViewArgs {
     /// whose certificate has this SHA-256 fingerprint (printed by `framewire serve`).
     #[arg(long, value_name = "FINGERPRINT", conflicts_with = "shm")]
     pub quic: Option<framewire_quic::Fingerprint>,
+    #[command(flatten)]
+    pub sched: SchedArgs,
+}
+
+/// How the kernel schedules the stream's threads (`serve`, `mirror`, `view`).
+#[derive(Args, Clone, Copy)]
+pub struct SchedArgs {
+    /// Run the stream's threads under realtime scheduling (SCHED_FIFO) at this priority
+    /// (1-99) [default without a value: 10], so that programs busy on the same cores do not
+    /// delay them. Needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO of the priority (`ulimit -r`);
+    /// refused, framewire says so and goes on at normal priority.
+    // 10 by default: low among realtime threads (the kernel's interrupt threads take 50,
+    // audio servers usually more), above every normal thread.
+    #[arg(long, value_name = "PRIORITY", num_args = 0..=1, require_equals = true,
+          default_missing_value = "10", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub realtime: Option<u8>,
 }
 
 #[derive(Args, Clone)]

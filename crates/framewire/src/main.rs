@@ -36,11 +36,21 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();
+    take_realtime(match &cli.command {
+        cli::Command::Serve(a) | cli::Command::Mirror(a) => a.sched.realtime,
+        cli::Command::View(a) => a.sched.realtime,
+        _ => None,
+    });
     let rt = match cli.command {
         // A viewer is one chain of work: one thread (see `viewer::runtime`).
         cli::Command::View(_) => framewire_client::viewer::runtime(),
         _ => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
+            // Where `--realtime` was taken, the runtime's workers (the viewers' sessions and
+            // sends) take it too, the first time they park; its blocking pool (keyframes for
+            // one viewer, the metrics page, the status file) runs no park hook and keeps the
+            // normal priority. Without `--realtime` this does nothing.
+            .on_thread_park(framewire_sched::follow_once)
             .build(),
     };
     let rt = match rt {
@@ -78,5 +88,17 @@ fn main() -> std::process::ExitCode {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// `--realtime`: this (the main) thread now; the threads that follow it as they start.
+fn take_realtime(priority: Option<u8>) {
+    let Some(p) = priority else { return };
+    match framewire_sched::realtime(p) {
+        Ok(()) => tracing::info!(
+            priority = p,
+            "the stream's threads run under realtime scheduling (SCHED_FIFO)"
+        ),
+        Err(e) => tracing::warn!("{e}; going on at normal priority"),
     }
 }

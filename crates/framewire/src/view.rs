@@ -85,10 +85,12 @@ pub async fn run(a: ViewArgs) -> anyhow::Result<()> {
         }
         w.pump()
     };
+    let restarts = restart_windows_on_usr1(stats.clone(), ViewerStats::clear_windows)?;
     let r = tokio::select! {
         r = run_viewer(opts, stats.clone(), on_frame) => r,
         _ = tokio::signal::ctrl_c() => Ok(()),
     };
+    restarts.abort();
     printer.abort();
     let s = stats.lock().unwrap_or_else(|e| e.into_inner()).clone();
     finish(a.json, &s, s.line(), s.checksum_failures, r)
@@ -121,9 +123,14 @@ async fn run_shm(name: String, a: ViewArgs) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let worker = {
         let (stats, stop, frames) = (stats.clone(), stop.clone(), a.frames);
-        tokio::task::spawn_blocking(move || shm_viewer::run(&name, frames, &stop, &stats, |_| true))
+        tokio::task::spawn_blocking(move || {
+            // The reader is the stream here: it takes `--realtime` where the main thread did.
+            framewire_sched::follow();
+            shm_viewer::run(&name, frames, &stop, &stats, |_| true)
+        })
     };
     let every = Duration::from_secs_f64(a.interval.max(0.1));
+    let restarts = restart_windows_on_usr1(stats.clone(), ShmViewerStats::clear_windows)?;
     let mut worker = std::pin::pin!(worker);
     let r = loop {
         tokio::select! {
@@ -136,6 +143,24 @@ async fn run_shm(name: String, a: ViewArgs) -> anyhow::Result<()> {
             }
         }
     };
+    restarts.abort();
     let s = stats.lock().unwrap_or_else(|e| e.into_inner()).clone();
     finish(a.json, &s, s.line(), s.checksum_failures, r)
+}
+
+/// SIGUSR1 empties the viewer's timing windows: a script marks where its measured period
+/// starts, so the latency printed after covers that period and not the join (`corpus.py
+/// --live` sends it as its actions begin).
+fn restart_windows_on_usr1<S: Send + 'static>(
+    stats: Arc<Mutex<S>>,
+    clear: fn(&mut S),
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut usr1 = signal(SignalKind::user_defined1())?;
+    Ok(tokio::spawn(async move {
+        while usr1.recv().await.is_some() {
+            clear(&mut stats.lock().unwrap_or_else(|e| e.into_inner()));
+            eprintln!("timing windows emptied (SIGUSR1)");
+        }
+    }))
 }

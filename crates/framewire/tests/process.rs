@@ -356,3 +356,307 @@ fn the_remote_recipe_starts_and_keeps_unauthenticated_ports_on_loopback() {
         "v1, HTTP, Daylight, sensor"
     );
 }
+
+/// Each thread of a process by name, with its scheduling policy and realtime priority
+/// (`/proc/PID/task/TID/stat` fields 41 and 40).
+fn thread_policies(pid: u32) -> Vec<(String, u32, u32)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| {
+            let t = t.ok()?.path();
+            let name = std::fs::read_to_string(t.join("comm")).ok()?;
+            let stat = std::fs::read_to_string(t.join("stat")).ok()?;
+            // After the name in parentheses, fields count from 3.
+            let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            Some((
+                name.trim().to_string(),
+                f[41 - 3].parse().ok()?,
+                f[40 - 3].parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Waits until the process's threads satisfy `ready` (say, a thread of a name runs at the
+/// policy asked: a thread shows in /proc before its first statement has run), then returns
+/// them. Gives up after 10 s, and returns what it saw last.
+fn wait_for_threads(
+    child: &mut std::process::Child,
+    ready: impl Fn(&[(String, u32, u32)]) -> bool,
+) -> Vec<(String, u32, u32)> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let threads = thread_policies(child.id());
+        if ready(&threads) || Instant::now() > deadline {
+            return threads;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the process exited");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Stops a child and returns what it wrote to stderr.
+fn stop(mut child: std::process::Child) -> String {
+    use std::io::Read;
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err).unwrap();
+    }
+    err
+}
+
+/// Whether this process may take realtime priority 7 (root, CAP_SYS_NICE, or RLIMIT_RTPRIO,
+/// in a cgroup that allows it): tried on a thread of its own.
+fn realtime_allowed() -> bool {
+    std::thread::spawn(|| {
+        let param = libc::sched_param { sched_priority: 7 };
+        // SAFETY: pid 0 is this throwaway thread; param is a valid sched_param.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
+    })
+    .join()
+    .unwrap()
+}
+
+/// `--realtime=7`: the server's capture thread, shared-memory export thread and runtime
+/// workers (as many as it has: the blocking pool's thread writing the status file is not
+/// one), and a viewer's thread over TCP and over shared memory, run under SCHED_FIFO at 7.
+/// Where this process may not take it, the server says why and how to allow it, and its
+/// threads stay at normal priority. As root, a server started as nobody (RLIMIT_RTPRIO 0) is
+/// refused, says so, and goes on serving.
+#[test]
+fn realtime_is_taken_by_the_stream_threads_or_refused_with_its_remedy() {
+    const FIFO: u32 = 1;
+    type Threads = Vec<(String, u32, u32)>;
+    let dir = temp_dir("realtime");
+    // Writable by nobody, below.
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let port = common::free_port();
+    let shm = format!("fw-rt-{}", std::process::id());
+    let allowed = realtime_allowed();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let is_tokio = |t: &(String, u32, u32)| t.0.starts_with("tokio-r");
+    let stream = ["framewire-captu", "framewire-shm-e"];
+    let serve = |user: Option<u32>, tag: &str| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_framewire"));
+        cmd.args(["serve", "--scene", "scroll", "--resolution", "64x48"])
+            .args(["--realtime=7", "--no-http", "--no-touch", "--no-sensors"])
+            .args(["--daylight-port", "0", "--port"])
+            .arg(if user.is_some() {
+                "0".to_string()
+            } else {
+                port.to_string()
+            })
+            .arg("--control-socket")
+            .arg(dir.join(format!("{tag}.sock")))
+            .arg("--status-file")
+            .arg(dir.join(format!("{tag}.status")))
+            .env("FRAMEWIRE_CONFIG_DIR", dir.join(tag))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if user.is_none() {
+            cmd.args(["--shm-export", &shm]);
+        }
+        if let Some(uid) = user {
+            // SAFETY: setrlimit, setgroups, setgid and setuid are async-signal-safe.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let none = libc::rlimit {
+                        rlim_cur: 0,
+                        rlim_max: 0,
+                    };
+                    let ok = libc::setrlimit(libc::RLIMIT_RTPRIO, &none) == 0
+                        && libc::setgroups(0, std::ptr::null()) == 0
+                        && libc::setgid(uid) == 0
+                        && libc::setuid(uid) == 0;
+                    if ok {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
+        cmd.spawn().expect("starting framewire serve")
+    };
+
+    let mut server = serve(None, "own");
+    // A thread shows in /proc before its first statement has run: wait for the priority.
+    let threads = wait_for_threads(&mut server, |threads| {
+        let named = |n: &str| {
+            threads
+                .iter()
+                .any(|t| t.0 == n && (!allowed || t.1 == FIFO))
+        };
+        let fifo_workers = threads
+            .iter()
+            .filter(|t| is_tokio(t) && t.1 == FIFO)
+            .count();
+        stream.iter().all(|n| named(n)) && (!allowed || fifo_workers >= workers)
+    });
+    let viewer = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_framewire"))
+            .args(["view", "--headless", "--realtime=7", "--interval", "100"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    wait_listening(port);
+    let mut tcp = viewer(&["--port", &port.to_string()]);
+    let tcp_threads = wait_for_threads(&mut tcp, |threads| {
+        threads
+            .iter()
+            .any(|t| t.0 == "framewire" && (!allowed || t.1 == FIFO))
+    });
+    let tcp_err = stop(tcp);
+    // Over shared memory the reader is a thread of the runtime's blocking pool.
+    let mut mem = viewer(&["--shm", &shm]);
+    let mem_threads = wait_for_threads(&mut mem, |threads: &[(String, u32, u32)]| {
+        threads.iter().any(|t| t.0 != "framewire" && t.1 == FIFO) || !allowed
+    });
+    let mem_err = stop(mem);
+    let err = stop(server);
+    let main_of = |threads: &Threads| threads.iter().find(|t| t.0 == "framewire").cloned();
+    let policy = |t: Option<(String, u32, u32)>| t.map(|t| (t.1, t.2));
+    let fifo_workers = threads
+        .iter()
+        .filter(|t| is_tokio(t) && t.1 == FIFO)
+        .count();
+    if allowed {
+        for n in stream {
+            let t = threads.iter().find(|t| t.0 == n).cloned();
+            assert_eq!(policy(t), Some((FIFO, 7)), "{n} in {threads:?}: {err}");
+        }
+        assert_eq!(fifo_workers, workers, "{threads:?}");
+        assert_eq!(policy(main_of(&tcp_threads)), Some((FIFO, 7)), "{tcp_err}");
+        let reader = mem_threads
+            .iter()
+            .find(|t| t.0 != "framewire" && t.1 == FIFO);
+        assert_eq!(reader.map(|t| t.2), Some(7), "{mem_threads:?}: {mem_err}");
+        assert!(!err.contains("refused"), "{err}");
+    } else {
+        assert!(err.contains("realtime priority 7 refused"), "{err}");
+        assert!(threads.iter().all(|t| t.1 != FIFO), "{threads:?}");
+        assert!(tcp_threads.iter().chain(&mem_threads).all(|t| t.1 != FIFO));
+    }
+    // SAFETY: geteuid only reads.
+    if !allowed || unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: a server started as another user is not tried");
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+
+    let mut server = serve(Some(65534), "nobody");
+    let threads = wait_for_threads(&mut server, |threads| {
+        threads.iter().any(|t| t.0 == "framewire-captu")
+    });
+    // Serving: its control socket answers (its owner, who alone may ask).
+    let mut latency = Command::new(env!("CARGO_BIN_EXE_framewire"));
+    latency
+        .args(["latency", "--json", "--control-socket"])
+        .arg(dir.join("nobody.sock"));
+    // SAFETY: setuid is async-signal-safe.
+    unsafe {
+        latency.pre_exec(|| match libc::setuid(65534) {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        });
+    }
+    let latency = latency.output().unwrap();
+    let err = stop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        latency.status.success(),
+        "{}",
+        String::from_utf8_lossy(&latency.stderr)
+    );
+    assert!(
+        err.contains("realtime priority 7 refused")
+            && err.contains("CAP_SYS_NICE")
+            && err.contains("ulimit -r")
+            && err.contains("going on at normal priority"),
+        "{err}"
+    );
+    for t in &threads {
+        assert_eq!((t.1, t.2), (0, 0), "{t:?}");
+    }
+}
+
+/// Waits (10 s at most) until something listens on the TCP port.
+fn wait_listening(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while listening(port).is_empty() {
+        assert!(Instant::now() < deadline, "nothing listened on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether a process catches a signal (`SigCgt` in `/proc/PID/status`).
+fn catches(pid: u32, signal: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .unwrap_or(0);
+    mask & (1 << (signal - 1)) != 0
+}
+
+/// SIGUSR1 empties a viewer's timing windows (a script marks where its measured period
+/// starts): the viewer says so, keeps running, and its next line's timings start afresh.
+#[test]
+fn a_viewer_empties_its_timing_windows_on_sigusr1() {
+    let dir = temp_dir("usr1");
+    let port = common::free_port();
+    let server = Command::new(env!("CARGO_BIN_EXE_framewire"))
+        .args(["serve", "--scene", "scroll", "--resolution", "64x48"])
+        .args([
+            "--no-http",
+            "--no-touch",
+            "--no-sensors",
+            "--daylight-port",
+            "0",
+        ])
+        .args(["--port", &port.to_string(), "--control-socket"])
+        .arg(dir.join("ctl.sock"))
+        .arg("--status-file")
+        .arg(dir.join("status"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_listening(port);
+    let mut viewer = Command::new(env!("CARGO_BIN_EXE_framewire"))
+        .args([
+            "view",
+            "--headless",
+            "--interval",
+            "0.1",
+            "--port",
+            &port.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !catches(viewer.id(), libc::SIGUSR1) {
+        assert!(viewer.try_wait().unwrap().is_none(), "the viewer exited");
+        assert!(Instant::now() < deadline, "the viewer never caught SIGUSR1");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill sends a signal to our own child.
+    assert_eq!(unsafe { libc::kill(viewer.id() as i32, libc::SIGUSR1) }, 0);
+    std::thread::sleep(Duration::from_millis(300));
+    let alive = viewer.try_wait().unwrap().is_none();
+    let err = stop(viewer);
+    stop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(alive, "SIGUSR1 ended the viewer: {err}");
+    assert!(err.contains("timing windows emptied (SIGUSR1)"), "{err}");
+}

@@ -80,6 +80,7 @@ pub fn spawn(mirror: Arc<Mirror>) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
         .name("framewire-capture".into())
         .spawn(move || {
+            framewire_sched::follow();
             if let Some(c) = CaptureLoop::open(mirror) {
                 c.run()
             }
@@ -236,10 +237,18 @@ impl CaptureLoop {
         let now = now_us();
         if now < self.deadline {
             std::thread::sleep(Duration::from_micros(self.deadline - now));
-        } else if now > self.deadline + self.period_us {
-            // Fell behind (a long stall): resynchronise instead of bursting to catch up.
-            self.mirror.counters.capture_deadline_missed.inc();
-            self.deadline = now;
+        } else {
+            if now > self.deadline + self.period_us {
+                // Fell behind (a long stall): resynchronise instead of bursting to catch up.
+                self.mirror.counters.capture_deadline_missed.inc();
+                self.deadline = now;
+            }
+            // Behind under realtime priority (`--realtime`), the loop would never sleep and
+            // would hold its core from every normal program: a content whose frames take
+            // longer than the interval to encode. It rests a quarter of an interval.
+            if framewire_sched::priority().is_some() {
+                std::thread::sleep(Duration::from_micros(self.period_us / 4));
+            }
         }
         self.deadline += self.period_us;
     }

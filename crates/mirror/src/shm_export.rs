@@ -39,6 +39,7 @@ pub fn spawn(ch: Channel, mirror: Arc<Mirror>, colour: bool) -> std::thread::Joi
     std::thread::Builder::new()
         .name("framewire-shm-export".into())
         .spawn(move || {
+            framewire_sched::follow();
             if colour {
                 mirror.colour_viewers.fetch_add(1, Ordering::Relaxed);
             }

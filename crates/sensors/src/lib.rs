@@ -8,11 +8,9 @@
 //! | `devices.rs` | the devices connected now, and commands to them |
 //! | `streams.rs` | the hub at run time: bounded input, pause/resume of reads, delivery |
 //! | `subscriber.rs` | one v1 subscriber connection: Welcome, then what its filter matches |
-//! | `sched.rs` | the hub thread's short scheduling slice |
 
 pub mod devices;
 mod listener;
-mod sched;
 pub mod streams;
 mod subscriber;
 

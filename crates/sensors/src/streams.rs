@@ -213,7 +213,7 @@ impl Streams {
 async fn run_hub(s: &Streams, mut rx: mpsc::Receiver<Item>) {
     // Measured at 200 000 lines/s with the load generator on the same 2 cores: the hub's
     // queue wait p99 halved, end-to-end p99 15-18 ms instead of 21-26 ms at 2 lines per write.
-    if !crate::sched::short_slice(HUB_SLICE) {
+    if !framewire_sched::short_slice(HUB_SLICE) {
         tracing::debug!("the kernel keeps its default slice for the hub thread");
     }
     let mut batch = Vec::with_capacity(BATCH);

@@ -63,6 +63,13 @@ impl SampleWindow {
         &self.buf
     }
 
+    /// Empties the window (its size and [`SampleWindow::total`] stay): what is measured
+    /// starts afresh.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.next = 0;
+    }
+
     pub fn max(&self) -> Option<f64> {
         self.buf.iter().copied().reduce(f64::max)
     }
@@ -88,5 +95,23 @@ mod tests {
         assert_eq!(w.percentile(50.0), Some(1000.0));
         assert_eq!(w.total(), 200);
         assert!(SampleWindow::new(3).avg().is_none());
+    }
+
+    /// Cleared, a window holds only what comes after, up to its size, and still counts all.
+    #[test]
+    fn a_cleared_window_holds_only_what_follows() {
+        let mut w = SampleWindow::new(3);
+        for v in [50.0, 60.0, 70.0, 80.0] {
+            w.push(v);
+        }
+        w.clear();
+        assert!(w.is_empty() && w.max().is_none());
+        for v in [1.0, 2.0, 3.0, 4.0] {
+            w.push(v);
+        }
+        assert_eq!(w.len(), 3);
+        assert_eq!(w.max(), Some(4.0));
+        assert_eq!(w.percentile(0.0), Some(2.0));
+        assert_eq!(w.total(), 8);
     }
 }

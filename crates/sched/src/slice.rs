@@ -1,4 +1,4 @@
-//! Scheduling hints for the server's latency-critical threads.
+//! A short scheduling slice for a thread under the normal policy.
 
 use std::time::Duration;
 
