@@ -19,9 +19,10 @@ use framewire_telemetry::clock::{now_us, thread_cpu_us};
 use framewire_telemetry::observe_us;
 use tracing::warn;
 
+use crate::buffer_pool::BufferPool;
 use crate::mirror::Mirror;
 use crate::pass_over::PassOver;
-use crate::pipeline::{payload_of, BufferPool};
+use crate::pipeline::payload_of;
 
 pub(crate) struct ColourStage {
     encoder: Option<HostEncoder>,
@@ -35,10 +36,10 @@ pub(crate) struct ColourStage {
 }
 
 impl ColourStage {
-    pub fn new() -> ColourStage {
+    pub fn new(m: &Mirror) -> ColourStage {
         ColourStage {
             encoder: None,
-            pool: BufferPool::default(),
+            pool: BufferPool::of_mirror(m),
             payload: Vec::new(),
             hashes: Vec::new(),
             prev_hashes: Vec::new(),
@@ -59,7 +60,7 @@ impl ColourStage {
     fn wanted(&mut self, m: &Mirror) -> bool {
         let on = m.colour_viewers.load(Ordering::Relaxed) > 0;
         if !on && self.encoder.is_some() {
-            *self = ColourStage::new();
+            *self = ColourStage::new(m);
             m.colour_frames.send_replace(None);
         }
         on
@@ -178,7 +179,7 @@ impl ColourStage {
     /// After a failure: forget the reference and the last picture, so the next capture is
     /// converted whole and sent as a keyframe (nothing stale is carried on).
     fn restart(&mut self, m: &Mirror) {
-        *self = ColourStage::new();
+        *self = ColourStage::new(m);
         m.colour_frames.send_replace(None);
     }
 

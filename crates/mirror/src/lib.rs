@@ -7,6 +7,7 @@
 //! | `config.rs` | what the mirror is asked to do: source, size, pace, codec, viewer pacing |
 //! | `mirror.rs` | the mirror's state and counters, and the handle other subsystems use |
 //! | `pipeline.rs` | capture → grey → delta/compress, on its own thread, newest frame published |
+//! | `buffer_pool.rs` | picture buffers: recycled, and made ahead of a burst of changes |
 //! | `viewers.rs` | a viewer joining (negotiation, Welcome) and leaving (totals) |
 //! | `connection.rs` | one viewer connection: one task driving its `HostSession` |
 //! | `transport.rs` | how a session's bytes move: one byte stream (TCP, WebSocket), or QUIC streams |
@@ -17,6 +18,7 @@
 //! | `trace.rs` | the frame trace file: one line per frame sent |
 //! | `lib.rs` | starting the capture thread, the shm export, input injection and the touch port |
 
+mod buffer_pool;
 mod colour;
 mod config;
 mod connection;

@@ -80,6 +80,10 @@ counter_set! {
         /// Colour frames no viewer took, passed over where deltas are costly: the next one's
         /// delta was made against a picture a viewer took instead.
         colour_frames_passed_over: Counter,
+        /// Picture buffers (grey and colour) the capture thread had to make itself, none
+        /// being ready, and those made ahead on a thread of their own (`buffer_pool.rs`).
+        picture_buffers_made_inline: Counter,
+        picture_buffers_made_ahead: Counter,
         shm_frames_exported: Counter,
         shm_frames_skipped_full: Counter,
         shm_frames_too_large: Counter,

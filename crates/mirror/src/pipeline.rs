@@ -50,32 +50,6 @@ pub fn open_source(
     })
 }
 
-/// Picture buffers are recycled once no viewer holds them, so steady state allocates nothing.
-#[derive(Default)]
-pub(crate) struct BufferPool {
-    free: Vec<Arc<Vec<u8>>>,
-}
-
-impl BufferPool {
-    pub(crate) fn take(&mut self, len: usize) -> Arc<Vec<u8>> {
-        if let Some(i) = self.free.iter().position(|b| Arc::strong_count(b) == 1) {
-            let mut b = self.free.swap_remove(i);
-            if let Some(v) = Arc::get_mut(&mut b) {
-                v.resize(len, 0);
-                return b;
-            }
-        }
-        Arc::new(framewire_capture::huge_pages::huge_vec(len, 0u8))
-    }
-    pub(crate) fn give(&mut self, b: Arc<Vec<u8>>) {
-        // A buffer may come back twice (a picture set back as the encoder's reference after it
-        // was given: `pass_over.rs`); kept twice, neither copy could ever be taken again.
-        if self.free.len() < 8 && !self.free.iter().any(|f| Arc::ptr_eq(f, &b)) {
-            self.free.push(b);
-        }
-    }
-}
-
 pub fn spawn(mirror: Arc<Mirror>) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
         .name("framewire-capture".into())
@@ -102,7 +76,7 @@ struct CaptureLoop {
     /// The shared stream has keyframes only when the picture starts or changes size; periodic
     /// ones are per viewer (see `ViewerFlow::with_refresh`), made lazily from the grey picture.
     encoder: HostEncoder,
-    pool: BufferPool,
+    pool: crate::buffer_pool::BufferPool,
     colour: crate::colour::ColourStage,
     payload: Vec<u8>,
     /// Row hashes of the last picture and of the one being made.
@@ -156,8 +130,8 @@ impl CaptureLoop {
             source,
             source_counts: HashMap::new(),
             polls: 0,
-            pool: BufferPool::default(),
-            colour: crate::colour::ColourStage::new(),
+            pool: crate::buffer_pool::BufferPool::of_mirror(&m),
+            colour: crate::colour::ColourStage::new(&m),
             payload: Vec::new(),
             prev_hashes: Vec::new(),
             hashes: Vec::new(),
@@ -609,30 +583,4 @@ fn source_counter<'a>(
         "replay_loops" => &c.replay_loops,
         _ => return None,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_buffer_given_back_twice_is_kept_once_and_taken_again() {
-        let mut pool = BufferPool::default();
-        let b = pool.take(16);
-        let held = b.clone();
-        // The encoder hands a picture back, and later again after it was set back as its
-        // reference (`pass_over.rs`).
-        pool.give(b.clone());
-        pool.give(b);
-        assert_eq!(pool.free.len(), 1);
-        let at = Arc::as_ptr(&held);
-        drop(held);
-        let again = pool.take(16);
-        assert_eq!(
-            Arc::as_ptr(&again),
-            at,
-            "the buffer is taken again, not a new one"
-        );
-        assert!(pool.free.is_empty());
-    }
 }
