@@ -421,7 +421,11 @@ def live(bin: Path, out: Path, name: str, colour: bool | None, serve_args: list[
         time.sleep(1.5)
         # The viewer's timings from here on: the actions, not its join (a keyframe and the
         # frames queued behind it, which a 600-frame window of a short workload still held).
-        os.kill(view.pid, signal.SIGUSR1)
+        # Only to a viewer that catches SIGUSR1 (an older binary's would end).
+        if catches(view.pid, signal.SIGUSR1):
+            os.kill(view.pid, signal.SIGUSR1)
+        else:
+            log("the viewer does not catch SIGUSR1: its timings include its join")
         c0, t0 = cpu_seconds(srv.pid), time.monotonic()
         actions(s, tmp)
         c1, t1 = cpu_seconds(srv.pid), time.monotonic()
@@ -432,6 +436,14 @@ def live(bin: Path, out: Path, name: str, colour: bool | None, serve_args: list[
         e2e = line.split("e2e avg/p99 ")[1].split("ms")[0].split("/")
         return {"cpu_percent": 100 * (c1 - c0) / (t1 - t0), "e2e_avg_ms": float(e2e[0]), "e2e_p99_ms": float(e2e[1]),
                 "viewer": line, "stages": stages}
+
+
+def catches(pid: int, sig: int) -> bool:
+    """Whether a process catches a signal (SigCgt in /proc/PID/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
 
 
 def host_stages(bin: Path, sock: Path, colour: bool) -> str:

@@ -549,3 +549,32 @@ fn record_daylight(stats: &Mutex<ViewerStats>, sh: &DaylightShown, recv: u64) {
     }
     s.applied_at.push(sh.applied_us as f64);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Emptied, the timing windows hold only what comes after (the line's latency is that of
+    /// the frames since), and the counts since the start stay.
+    #[test]
+    fn emptied_windows_hold_only_what_follows_and_the_counts_stay() {
+        let mut s = ViewerStats {
+            frames: 70,
+            ..ViewerStats::default()
+        };
+        for w in [
+            &mut s.e2e_us,
+            &mut s.recv_us,
+            &mut s.apply_us,
+            &mut s.applied_at,
+        ] {
+            w.push(50_000.0);
+        }
+        s.clear_windows();
+        assert!(s.e2e_us.is_empty() && s.recv_us.is_empty() && s.applied_at.is_empty());
+        assert!(s.line().contains("e2e avg/p99 n/a"), "{}", s.line());
+        s.e2e_us.push(2_000.0);
+        assert!(s.line().contains("e2e avg/p99 2.00/2.00ms"), "{}", s.line());
+        assert_eq!(s.frames, 70);
+    }
+}

@@ -179,7 +179,10 @@ impl ColourStage {
     /// After a failure: forget the reference and the last picture, so the next capture is
     /// converted whole and sent as a keyframe (nothing stale is carried on).
     fn restart(&mut self, m: &Mirror) {
+        // The buffers stay: the keyframe that follows takes one made ahead.
+        let pool = std::mem::take(&mut self.pool);
         *self = ColourStage::new(m);
+        self.pool = pool;
         m.colour_frames.send_replace(None);
     }
 

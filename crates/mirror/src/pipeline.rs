@@ -89,6 +89,8 @@ struct CaptureLoop {
     pass_over: PassOver,
     last_capture: Option<u64>,
     deadline: u64,
+    /// Captures in a row that found their time already past (`pace`).
+    late_in_a_row: u32,
     /// Display tuning, rebuilt when the control socket changes it; the next picture is then
     /// converted whole (`retune`), as every row of it changes.
     tuned: Tuned,
@@ -141,6 +143,7 @@ impl CaptureLoop {
             pass_over: PassOver::default(),
             last_capture: None,
             deadline: now_us(),
+            late_in_a_row: 0,
             tuned,
             retune: false,
             mirror: m,
@@ -210,17 +213,20 @@ impl CaptureLoop {
     fn pace(&mut self) {
         let now = now_us();
         if now < self.deadline {
+            self.late_in_a_row = 0;
             std::thread::sleep(Duration::from_micros(self.deadline - now));
         } else {
+            self.late_in_a_row += 1;
             if now > self.deadline + self.period_us {
                 // Fell behind (a long stall): resynchronise instead of bursting to catch up.
                 self.mirror.counters.capture_deadline_missed.inc();
                 self.deadline = now;
             }
-            // Behind under realtime priority (`--realtime`), the loop would never sleep and
-            // would hold its core from every normal program: a content whose frames take
-            // longer than the interval to encode. It rests a quarter of an interval.
-            if framewire_sched::priority().is_some() {
+            // Late for the second time in a row under realtime priority (`--realtime`), the
+            // loop would sleep no more and hold its core from every normal program: a
+            // content whose frames take longer than the interval to encode. It rests a
+            // quarter of an interval after each such frame, time its core has for others.
+            if self.late_in_a_row >= 2 && framewire_sched::priority().is_some() {
                 std::thread::sleep(Duration::from_micros(self.period_us / 4));
             }
         }

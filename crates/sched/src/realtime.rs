@@ -18,8 +18,9 @@
 //!
 //! It is opt-in (`--realtime`): a thread under SCHED_FIFO that had endless work would take
 //! its core from every normal program but for the kernel's own limit (`sched_rt_runtime_us`,
-//! 95 % by default). The capture loop rests a quarter of a frame interval when it is behind
-//! under realtime priority (`mirror/src/pipeline.rs`), so that it leaves a fifth of its core.
+//! 95 % by default). The capture loop, late twice in a row under realtime priority, rests a
+//! quarter of a frame interval after each frame (`mirror/src/pipeline.rs`), time its core has
+//! for other programs.
 
 use std::io;
 use std::sync::atomic::{AtomicU8, Ordering};
