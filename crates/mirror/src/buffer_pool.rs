@@ -3,14 +3,16 @@
 //! A fresh buffer is memory the process has not touched: 5.8 MB of colour planes at 1600×1200
 //! (1.9 MB grey), faulted in as it is zeroed, on the capture thread. A burst of changes after
 //! a quiet time (the first frames of a scroll or a drag, or just after a viewer joined) needs
-//! several at once, while the frames before it are still held by the viewers' sessions. Live,
-//! the first six changed frames of a terminal's output each waited 13.5–14.3 ms before their
-//! conversion began, and a trace showed a buffer made for each (BENCHMARKS.md, "Realtime
-//! priority for the stream's threads"). On this project's VM, making a 5.76 MB buffer on huge
-//! pages (`huge_vec`) took 1.2–1.6 ms in some runs of a test program and 13–14.7 ms in others
-//! (about 3 ms without the huge-page advice). So the pool keeps [`SPARE`] buffers ready,
-//! made on a thread of its own at normal priority, and the capture thread makes one only when
-//! they run out.
+//! several at once, while the frames before it are still held by the viewers' sessions.
+//! Live, five of the first six changed frames of a terminal's output waited 13.4–14.3 ms
+//! before their conversion began (BENCHMARKS.md, "Realtime priority for the stream's threads;
+//! buffers made ahead"); in another run a trace showed six buffers made at that moment. On
+//! this project's VM a test program making 5.76 MB buffers on huge pages (`huge_vec`) took
+//! 1.2–2.9 ms each in one run and, after the first few, 13–14.7 ms in another (2.8–3.4 ms
+//! without the huge-page advice). That the waits were allocations is an inference from these;
+//! buffers made ahead took the terminal's p99 from 13.6–13.8 ms to 2.2–2.4 ms. So the pool
+//! keeps [`SPARE`] buffers ready, made on a thread of its own at normal priority, and the
+//! capture thread makes one only when they run out.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -4,9 +4,10 @@
 //! cores as the server mirroring it), a thread under the normal policy that wakes with work
 //! waits for a time slice: the server's capture and encode thread, and the task that writes a
 //! frame to its viewer. Under SCHED_FIFO it runs as soon as it is runnable. Measured live
-//! beside Chromium (BENCHMARKS.md, "Realtime priority for the stream's threads"), five runs
-//! each, the capture → applied p99 in colour went from 6.4 to 4.5 ms by the medians (runs
-//! 4.6–6.7 against 3.4–4.7 ms), and the host's send stage's p99 from 1.0 to 0.08 ms.
+//! beside Chromium (BENCHMARKS.md, "Realtime priority for the stream's threads; buffers made
+//! ahead"), three runs each, the capture → applied p99 in colour went from 6.17 to 4.50 ms by
+//! the medians (runs 5.25–6.72 against 4.49–4.94 ms), and the host's send stage's p99 from
+//! 0.85 to 0.08 ms.
 //!
 //! Which threads take it: the one that asked ([`realtime`]: a server's or a viewer's main
 //! thread), and those that [`follow`] it: the capture thread, the runtime's workers (the
