@@ -8,11 +8,11 @@
 //! before their conversion began (BENCHMARKS.md, "Realtime priority for the stream's threads;
 //! buffers made ahead"); in another run a trace showed six buffers made at that moment. On
 //! this project's VM a test program making 5.76 MB buffers on huge pages (`huge_vec`) took
-//! 1.2–2.9 ms each in one run and, after the first few, 13–14.7 ms in another (2.8–3.4 ms
-//! without the huge-page advice). That the waits were allocations is an inference from these;
-//! buffers made ahead took the terminal's p99 from 13.6–13.8 ms to 2.2–2.4 ms. So the pool
-//! keeps [`SPARE`] buffers ready, made on a thread of its own at normal priority, and the
-//! capture thread makes one only when they run out.
+//! 1.2–1.5 ms each in one run, and in another 1.5–2.9 ms for the first three, 5.9, then
+//! 13.0–14.7 ms (2.8–3.4 ms without the huge-page advice). That the waits were allocations
+//! is an inference from these; buffers made ahead took the terminal's p99 from 13.6–13.8 ms
+//! to 2.2–2.4 ms. So the pool keeps [`SPARE`] buffers ready, made on a short-lived thread (one
+//! at a time) at normal priority, and the capture thread makes one only when they run out.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -11,11 +11,11 @@
 //!
 //! Which threads take it: the one that asked ([`realtime`]: a server's or a viewer's main
 //! thread), and those that [`follow`] it: the capture thread, the runtime's workers (the
-//! viewers' sessions and sends), the shared-memory export and a shared-memory viewer's
-//! reader. Not the blocking pool's jobs (a viewer's keyframe, the metrics page, the status
-//! file), the input, control and sensor threads, nor the programs framewire starts (`adb`,
-//! `Xvfb`): the priority is set per thread with SCHED_RESET_ON_FORK, which no thread or
-//! process inherits.
+//! viewers' sessions and sends, and every other task they run: HTTP, the control socket, the
+//! sensor listener), the shared-memory export and a shared-memory viewer's reader. Not the
+//! blocking pool's jobs (a viewer's keyframe, the metrics page, the status file), the input
+//! and sensor hub threads, nor the programs framewire starts (`adb`, `Xvfb`): the priority is
+//! set per thread with SCHED_RESET_ON_FORK, which no thread or process inherits.
 //!
 //! It is opt-in (`--realtime`): a thread under SCHED_FIFO that had endless work would take
 //! its core from every normal program but for the kernel's own limit (`sched_rt_runtime_us`,
