@@ -315,6 +315,13 @@ pub const PROBE_EVERY_US: u64 = 25_000;
 /// quarter to half a second, longer than most round trips, and the rules for slow probes
 /// hold (not measured there).
 pub const SMALL_PROBE_BYTES: u64 = SMALL_FRAMES_FLOOR;
+
+/// A probe of `bytes` takes longer to cross at the estimate `e` than the time between probes
+/// (and, at most [`SMALL_PROBE_BYTES`], than a round trip): see [`STALL_AFTER_US`].
+fn slow_probe(e: &LinkEstimate, bytes: u64) -> bool {
+    let t = e.time_us(bytes);
+    t > PROBE_EVERY_US && (bytes > SMALL_PROBE_BYTES || t > e.min_rtt_us)
+}
 /// ACK timeouts after which a frame on a stream of its own is given up on whatever the
 /// viewer answers, and after which, given up on, it no longer counts in the bytes in flight
 /// ([`DeliveryRate::forget`]). Such a frame is not lost (the transport delivers it unless the
@@ -452,16 +459,56 @@ impl ViewerFlow {
 
     /// The most the transport's congestion window should allow in flight, given its round
     /// trip, at `now_us` ([`DeliveryRate::window_bound`]), and the stall probes sent
-    /// since the last ACK beyond it, up to as much again: in a blackout the window fills with
-    /// packets the path lost, which the transport counts in flight until it has heard
-    /// otherwise, and a probe held behind them would wait for the transport's own probe
-    /// timeout. No more than that: where probes were taken for a stall on a slow path
-    /// (10 Mbit/s, frames of 400 kB), a window grown with every probe reached megabytes, and
-    /// the path's queue dropped thousands of packets (a trace of a build not kept). `None`
+    /// since the last ACK beyond it ([`ViewerFlow::probe_room`]): in a blackout the window
+    /// fills with packets the path lost, which the transport counts in flight until it has
+    /// heard otherwise, and a probe held behind them would wait for the transport's own probe
+    /// timeout. Slow probes get up to as much again, no more: where probes were taken for a
+    /// stall on a slow path (10 Mbit/s, frames of 400 kB), a window grown with every probe
+    /// reached megabytes, and the path's queue dropped thousands of packets (a trace of a
+    /// build not kept). Fast ones are paced by the delivery rate beyond one budget. `None`
     /// without a byte budget, or where [`DeliveryRate::window_bound`] sets none.
     pub fn window_bound(&mut self, rtt: TransportRtt, now_us: u64) -> Option<u64> {
         let bound = self.bytes.as_mut()?.window_bound(rtt, now_us)?;
-        Some(bound + self.probe_bytes.min(bound))
+        Some(bound + self.probe_room(bound))
+    }
+
+    /// The least the transport's congestion window should allow in flight: the byte budget,
+    /// and, where the stall probes cross fast ([`ViewerFlow::probes_cross_fast`]), every
+    /// probe sent since the last ACK. Without that room the least did not grow in a
+    /// blackout, and the bound's room gave nothing to a window below its bound: on a 1 ms
+    /// path the video's frames sent into a 200 ms blackout (about 3 MB) filled a window of
+    /// 820 kB, and the first picture reached the viewer 170 ms after the path came back,
+    /// seven probes later (the probes held in the transport behind the lost packets, by
+    /// inference; BENCHMARKS.md, "Room for stall probes in QUIC's window"). Slow probes get
+    /// none, as before: there a stall is more likely a frame still crossing, and the bound
+    /// gives them room where the path queues. `None` without a byte budget or before the
+    /// first estimate.
+    pub fn window_least(&self) -> Option<u64> {
+        let budget = self.link_estimate()?.budget_bytes;
+        let room = match self.probes_cross_fast() {
+            true => self.probe_bytes,
+            false => 0,
+        };
+        (budget > 0).then_some(budget + room)
+    }
+
+    /// Room in the transport's window, beyond its bound, for the stall probes sent since the
+    /// last ACK: all of them where they cross fast, and up to as much as the bound where they
+    /// are slow (one budget of them is all they get: [`ViewerFlow::stall_probe_at`]).
+    fn probe_room(&self, bound: u64) -> u64 {
+        match self.probes_cross_fast() {
+            true => self.probe_bytes,
+            false => self.probe_bytes.min(bound),
+        }
+    }
+
+    /// The largest stall probe since the last ACK crosses within the time between probes at
+    /// the estimate ([`slow_probe`]): a fast path, where probes go on past one budget, paced
+    /// by the delivery rate.
+    fn probes_cross_fast(&self) -> bool {
+        self.link_estimate()
+            .filter(|e| e.rate_bytes_per_s > 0)
+            .is_some_and(|e| !slow_probe(&e, self.probe_largest))
     }
 
     /// The latest moment the delivery-rate estimator was told of (0 without a byte budget).
@@ -596,10 +643,7 @@ impl ViewerFlow {
         // for before, when one budget of probes was all it got. Not measured.
         // A small probe counts only where it also takes longer than a round trip to cross (a
         // slow path, not a content-limited rate: a scroll's 7.7 kB took 27 ms at 80 ms).
-        let slow = |bytes: u64| {
-            let t = e.time_us(bytes);
-            t > PROBE_EVERY_US && (bytes > SMALL_PROBE_BYTES || t > e.min_rtt_us)
-        };
+        let slow = |bytes: u64| slow_probe(&e, bytes);
         let large = slow(self.probe_largest)
             && (2 * self.probe_largest > e.budget_bytes || b.path_limits());
         if self.probe_bytes >= e.budget_bytes && large {
@@ -1823,13 +1867,14 @@ mod tests {
         assert_eq!(probes.len(), 2, "{probes:?}, {e:?}");
     }
 
-    /// On a fast short path (1 ms, about 470 Mbit/s) a colour video's frames of 192 kB are over
-    /// half the budget yet cross in about 3 ms, within the time between probes: a blackout
-    /// gets probes past one budget, paced by the delivery rate, until the path is back.
-    #[test]
-    fn probes_that_cross_within_their_spacing_go_on_past_one_budget() {
-        let v = &mut flow().with_byte_budget().with_stall_probes();
-        let (rate, rtt, frame) = (59_000_000u64, 1_000u64, 192_000u64);
+    /// A colour video's frames on a fast short path ([`run_fast_short_path`]).
+    const FAST_SHORT_FRAME: u64 = 192_000;
+
+    /// Runs `v` for a second of [`FAST_SHORT_FRAME`]s on a path of 1 ms and about 470
+    /// Mbit/s, each acknowledged when it has crossed: returns the time, the next seq and
+    /// the last seq acknowledged.
+    fn run_fast_short_path(v: &mut ViewerFlow) -> (u64, u64, u64) {
+        let (rate, rtt, frame) = (59_000_000u64, 1_000u64, FAST_SHORT_FRAME);
         let (mut now, mut seq, mut last) = (0u64, 0u64, 0u64);
         while now < 1_000_000 {
             v.on_path_rtt(rtt, now);
@@ -1840,6 +1885,17 @@ mod tests {
             seq += 1;
             now += FRAME_US;
         }
+        (now, seq, last)
+    }
+
+    /// On a fast short path (1 ms, about 470 Mbit/s) a colour video's frames of 192 kB are over
+    /// half the budget yet cross in about 3 ms, within the time between probes: a blackout
+    /// gets probes past one budget, paced by the delivery rate, until the path is back.
+    #[test]
+    fn probes_that_cross_within_their_spacing_go_on_past_one_budget() {
+        let v = &mut flow().with_byte_budget().with_stall_probes();
+        let frame = FAST_SHORT_FRAME;
+        let (now, seq, last) = run_fast_short_path(v);
         let e = v.link_estimate().expect("a byte budget");
         assert!(2 * frame > e.budget_bytes, "over half the budget: {e:?}");
         assert!(e.time_us(frame) < PROBE_EVERY_US, "{e:?}");
@@ -1849,6 +1905,49 @@ mod tests {
         for w in probes.windows(2) {
             assert!(w[1] - w[0] >= PROBE_EVERY_US, "{probes:?}");
         }
+    }
+
+    /// In a blackout the transport's window fills with the frames and probes the path lost.
+    /// On a fast short path (probes cross within the time between them) the least the
+    /// window is given grows by every probe sent since the last ACK, past one budget, and so
+    /// does its bound where the path queued: the probe sent as the path comes back leaves at
+    /// once. Where probes are slow (a video at 80 ms and 6 MB/s) the least does not grow. An
+    /// ACK ends the room.
+    #[test]
+    fn the_window_makes_room_for_every_stall_probe_that_crosses_fast() {
+        let v = &mut flow().with_byte_budget().with_stall_probes();
+        let frame = FAST_SHORT_FRAME;
+        let (mut now, seq, last) = run_fast_short_path(v);
+        let budget = v.link_estimate().expect("a byte budget").budget_bytes;
+        assert_eq!(v.window_least(), Some(budget));
+        let probes = in_the_dark(v, (now, seq), last, frame, 60);
+        now += 60 * FRAME_US;
+        let e = v.link_estimate().expect("a byte budget");
+        assert!(e.time_us(frame) < PROBE_EVERY_US, "{e:?}");
+        let sent = probes.len() as u64 * frame;
+        assert!(sent > 2 * e.budget_bytes, "{probes:?}: {e:?}");
+        assert_eq!(v.window_least(), Some(e.budget_bytes + sent));
+        // The round trip shows a queue (the ends' stalls do on a 1 ms path): a bound, with the
+        // same room.
+        let queued = TransportRtt::smoothed(20_000);
+        let bound = v.window_bound(queued, now).expect("a path that queues");
+        let own = v.bytes.as_mut().and_then(|b| b.window_bound(queued, now));
+        assert_eq!(Some(bound - sent), own, "{e:?}");
+        let oldest = v.inflight.front().expect("frames in flight").seq;
+        v.on_ack(oldest, now);
+        let e = v.link_estimate().expect("a byte budget");
+        assert_eq!(v.window_least(), Some(e.budget_bytes));
+
+        // Slow probes: no room in the least.
+        let mut v = flow().with_byte_budget().with_stall_probes();
+        let (now, seq, acks) = run_video_at_80ms(&mut v, 3);
+        let last = acks.front().map_or(seq - 1, |&(_, s)| s - 1);
+        let probes = in_the_dark(&mut v, (now, seq), last, 400_000, 240);
+        let e = v.link_estimate().expect("a byte budget");
+        assert!(e.time_us(400_000) > PROBE_EVERY_US, "{e:?}");
+        assert!(!probes.is_empty(), "{e:?}");
+        assert!(v.probe_bytes > 0, "{probes:?}: {e:?}");
+        assert_eq!(v.window_least(), Some(e.budget_bytes), "{probes:?}");
     }
 
     /// Probes of a few kilobytes on a path that limits (it queued lately), where the delivery

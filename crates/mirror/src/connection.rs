@@ -174,8 +174,7 @@ async fn flush<W: Wire, T: Transport>(
             min_us: p.min_rtt_us,
         };
         let bound = session.window_bound(rtt, now_us());
-        let budget = session.link_estimate().map(|e| e.budget_bytes);
-        sock.bound_window(bound, budget);
+        sock.bound_window(bound, session.window_least());
     }
     while let Some(t) = session.poll_transmit() {
         write(cx, sock, t).await?;

@@ -598,6 +598,13 @@ impl<W: Wire> HostSession<W> {
         self.flow.window_bound(rtt, now)
     }
 
+    /// The least the transport's congestion window should allow in flight: the byte budget,
+    /// with room for the stall probes since the last ACK (`None`: no least). See
+    /// `framewire_flow::ViewerFlow::window_least`.
+    pub fn window_least(&self) -> Option<u64> {
+        self.flow.window_least()
+    }
+
     /// Its recent round-trip times (µs).
     pub fn rtt_window(&self) -> &SampleWindow {
         self.flow.rtt_window()
