@@ -322,6 +322,14 @@ fn slow_probe(e: &LinkEstimate, bytes: u64) -> bool {
     let t = e.time_us(bytes);
     t > PROBE_EVERY_US && (bytes > SMALL_PROBE_BYTES || t > e.min_rtt_us)
 }
+
+/// Stall probes whose largest is `largest` get one byte budget of them and no more: they are
+/// slow ([`slow_probe`]) and either over half the budget or on a path that limits what is
+/// sent ([`DeliveryRate::path_limits`]). Others go on past one budget, paced by the delivery
+/// rate ([`STALL_AFTER_US`]).
+fn stop_at_one_budget(e: &LinkEstimate, b: &DeliveryRate, largest: u64) -> bool {
+    slow_probe(e, largest) && (2 * largest > e.budget_bytes || b.path_limits())
+}
 /// ACK timeouts after which a frame on a stream of its own is given up on whatever the
 /// viewer answers, and after which, given up on, it no longer counts in the bytes in flight
 /// ([`DeliveryRate::forget`]). Such a frame is not lost (the transport delivers it unless the
@@ -462,30 +470,35 @@ impl ViewerFlow {
     /// since the last ACK beyond it ([`ViewerFlow::probe_room`]): in a blackout the window
     /// fills with packets the path lost, which the transport counts in flight until it has
     /// heard otherwise, and a probe held behind them would wait for the transport's own probe
-    /// timeout. Slow probes get up to as much again, no more: where probes were taken for a
-    /// stall on a slow path (10 Mbit/s, frames of 400 kB), a window grown with every probe
-    /// reached megabytes, and the path's queue dropped thousands of packets (a trace of a
-    /// build not kept). Fast ones are paced by the delivery rate beyond one budget. `None`
-    /// without a byte budget, or where [`DeliveryRate::window_bound`] sets none.
+    /// timeout. Probes that stop at one budget get up to as much again, no more: where probes
+    /// were taken for a stall on a slow path (10 Mbit/s, frames of 400 kB), a window grown
+    /// with every probe reached megabytes, and the path's queue dropped thousands of packets
+    /// (a trace of a build not kept). Those that go on are paced by the delivery rate beyond
+    /// one budget. `None` without a byte budget, or where [`DeliveryRate::window_bound`] sets
+    /// none.
     pub fn window_bound(&mut self, rtt: TransportRtt, now_us: u64) -> Option<u64> {
         let bound = self.bytes.as_mut()?.window_bound(rtt, now_us)?;
         Some(bound + self.probe_room(bound))
     }
 
     /// The least the transport's congestion window should allow in flight: the byte budget,
-    /// and, where the stall probes cross fast ([`ViewerFlow::probes_cross_fast`]), every
-    /// probe sent since the last ACK. Without that room the least did not grow in a
+    /// and, where the stall probes go on past one budget ([`ViewerFlow::probes_go_on`]),
+    /// every probe sent since the last ACK. Without that room the least did not grow in a
     /// blackout, and the bound's room gave nothing to a window below its bound: on a 1 ms
-    /// path the video's frames sent into a 200 ms blackout (about 3 MB) filled a window of
-    /// 820 kB, and the first picture reached the viewer 170 ms after the path came back,
-    /// seven probes later (the probes held in the transport behind the lost packets, by
-    /// inference; BENCHMARKS.md, "Room for stall probes in QUIC's window"). Slow probes get
-    /// none, as before: there a stall is more likely a frame still crossing, and the bound
-    /// gives them room where the path queues. `None` without a byte budget or before the
-    /// first estimate.
+    /// path the video's frames and probes sent into a 200 ms blackout came to about 3 MB, QUIC's
+    /// window was about 820 kB, and the first picture reached the viewer 170 ms after the
+    /// path came back, seven probes later (that the probes waited in the transport behind the
+    /// lost packets is inferred: its bytes in flight were not logged; BENCHMARKS.md, "Room
+    /// for stall probes in QUIC's window"). The room is at most what the probes' pacing lets
+    /// go: one budget, then the delivery rate over the time since the first probe. Probes
+    /// that stop at one budget get none, as before: there a stall is more likely a frame
+    /// still crossing, and the bound gives them room where the path queues. Not measured: a
+    /// path that slowed down as it stalled, where the estimate, which no ACK corrects during
+    /// a stall, still lets probes go on. `None` without a byte budget or before the first
+    /// estimate.
     pub fn window_least(&self) -> Option<u64> {
         let budget = self.link_estimate()?.budget_bytes;
-        let room = match self.probes_cross_fast() {
+        let room = match self.probes_go_on() {
             true => self.probe_bytes,
             false => 0,
         };
@@ -493,22 +506,26 @@ impl ViewerFlow {
     }
 
     /// Room in the transport's window, beyond its bound, for the stall probes sent since the
-    /// last ACK: all of them where they cross fast, and up to as much as the bound where they
-    /// are slow (one budget of them is all they get: [`ViewerFlow::stall_probe_at`]).
+    /// last ACK: all of them where they go on past one budget ([`ViewerFlow::probes_go_on`]),
+    /// and up to as much as the bound where one budget of them is all they get.
     fn probe_room(&self, bound: u64) -> u64 {
-        match self.probes_cross_fast() {
+        match self.probes_go_on() {
             true => self.probe_bytes,
             false => self.probe_bytes.min(bound),
         }
     }
 
-    /// The largest stall probe since the last ACK crosses within the time between probes at
-    /// the estimate ([`slow_probe`]): a fast path, where probes go on past one budget, paced
-    /// by the delivery rate.
-    fn probes_cross_fast(&self) -> bool {
-        self.link_estimate()
-            .filter(|e| e.rate_bytes_per_s > 0)
-            .is_some_and(|e| !slow_probe(&e, self.probe_largest))
+    /// The stall probes since the last ACK go on past one byte budget, paced by the delivery
+    /// rate ([`stop_at_one_budget`], as [`ViewerFlow::stall_probe_at`] decides): their
+    /// largest crosses within the time between probes at the estimate (a probe of at most
+    /// [`SMALL_PROBE_BYTES`] also where it crosses within a round trip), or it is at most half
+    /// the budget on a path that does not limit what is sent.
+    fn probes_go_on(&self) -> bool {
+        let Some(b) = self.bytes.as_ref() else {
+            return false;
+        };
+        let e = b.estimate();
+        e.rate_bytes_per_s > 0 && !stop_at_one_budget(&e, b, self.probe_largest)
     }
 
     /// The latest moment the delivery-rate estimator was told of (0 without a byte budget).
@@ -644,8 +661,7 @@ impl ViewerFlow {
         // A small probe counts only where it also takes longer than a round trip to cross (a
         // slow path, not a content-limited rate: a scroll's 7.7 kB took 27 ms at 80 ms).
         let slow = |bytes: u64| slow_probe(&e, bytes);
-        let large = slow(self.probe_largest)
-            && (2 * self.probe_largest > e.budget_bytes || b.path_limits());
+        let large = stop_at_one_budget(&e, b, self.probe_largest);
         if self.probe_bytes >= e.budget_bytes && large {
             return None;
         }
@@ -1908,13 +1924,14 @@ mod tests {
     }
 
     /// In a blackout the transport's window fills with the frames and probes the path lost.
-    /// On a fast short path (probes cross within the time between them) the least the
+    /// On a fast short path (probes cross within the time between them, and go on) the least the
     /// window is given grows by every probe sent since the last ACK, past one budget, and so
     /// does its bound where the path queued: the probe sent as the path comes back leaves at
-    /// once. Where probes are slow (a video at 80 ms and 6 MB/s) the least does not grow. An
-    /// ACK ends the room.
+    /// once. Where one budget of probes is all they get (a video at 80 ms and 6 MB/s) the
+    /// least does not grow, and the bound grows by as much as itself at most. An ACK ends the
+    /// room.
     #[test]
-    fn the_window_makes_room_for_every_stall_probe_that_crosses_fast() {
+    fn the_window_makes_room_for_every_stall_probe_that_goes_on() {
         let v = &mut flow().with_byte_budget().with_stall_probes();
         let frame = FAST_SHORT_FRAME;
         let (mut now, seq, last) = run_fast_short_path(v);
@@ -1933,21 +1950,35 @@ mod tests {
         let bound = v.window_bound(queued, now).expect("a path that queues");
         let own = v.bytes.as_mut().and_then(|b| b.window_bound(queued, now));
         assert_eq!(Some(bound - sent), own, "{e:?}");
+        assert!(
+            own.is_some_and(|o| sent > o),
+            "not capped at the bound: {own:?}"
+        );
         let oldest = v.inflight.front().expect("frames in flight").seq;
         v.on_ack(oldest, now);
         let e = v.link_estimate().expect("a byte budget");
         assert_eq!(v.window_least(), Some(e.budget_bytes));
 
-        // Slow probes: no room in the least.
+        // Probes that stop at one budget: no room in the least.
         let mut v = flow().with_byte_budget().with_stall_probes();
         let (now, seq, acks) = run_video_at_80ms(&mut v, 3);
         let last = acks.front().map_or(seq - 1, |&(_, s)| s - 1);
         let probes = in_the_dark(&mut v, (now, seq), last, 400_000, 240);
+        let now = now + 240 * FRAME_US;
         let e = v.link_estimate().expect("a byte budget");
         assert!(e.time_us(400_000) > PROBE_EVERY_US, "{e:?}");
         assert!(!probes.is_empty(), "{e:?}");
         assert!(v.probe_bytes > 0, "{probes:?}: {e:?}");
         assert_eq!(v.window_least(), Some(e.budget_bytes), "{probes:?}");
+        // The bound's room for them: as much as the bound, no more.
+        let queued = TransportRtt::smoothed(160_000);
+        let bound = v
+            .window_bound(queued, now)
+            .expect("a measured path that queues");
+        let own = v.bytes.as_mut().and_then(|b| b.window_bound(queued, now));
+        let own = own.expect("the same bound");
+        assert!(v.probe_bytes > own, "{probes:?}: {own}");
+        assert_eq!(bound, 2 * own, "{e:?}");
     }
 
     /// Probes of a few kilobytes on a path that limits (it queued lately), where the delivery

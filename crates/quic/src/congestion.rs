@@ -41,10 +41,11 @@
 //! at that window a round trip (BENCHMARKS.md, "A floor under QUIC's window"). The host's own
 //! byte budget, from the delivery rate its frames' ACKs show, does not take random loss for
 //! congestion. The host sets that budget, with room for the stall probes it sent since the
-//! last ACK where they cross fast, as the least the window may be ([`WindowBound::set_least`]): the window is at
-//! least that, and still at most the bound. (In a blackout the window fills with packets the
-//! path lost, which quinn counts in flight until it has heard otherwise; the probes' room lets
-//! the probe sent when the path comes back leave at once.)
+//! last ACK where they go on past one budget, as the least the window may be
+//! ([`WindowBound::set_least`]): the window is at least that, and still at most the bound. (In
+//! a blackout the window fills with packets the path lost, which quinn counts in flight until
+//! it has heard otherwise; the probes' room lets the probe sent when the path comes back
+//! leave at once.)
 //! The bound is set wherever the round trip showed a queue, so the least acts where it did
 //! not, and there it overrides BBR's response to loss, a persistent congestion's included:
 //! the host's budget, about twice what its frames' ACKs show the path delivered in a minimum

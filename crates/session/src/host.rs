@@ -599,7 +599,8 @@ impl<W: Wire> HostSession<W> {
     }
 
     /// The least the transport's congestion window should allow in flight: the byte budget,
-    /// with room for the stall probes since the last ACK (`None`: no least). See
+    /// with room for the stall probes since the last ACK where they go on past one budget
+    /// (`None`: no least). See
     /// `framewire_flow::ViewerFlow::window_least`.
     pub fn window_least(&self) -> Option<u64> {
         self.flow.window_least()
