@@ -489,8 +489,9 @@ impl ViewerFlow {
     /// window was about 820 kB, and the first picture reached the viewer 170 ms after the
     /// path came back, seven probes later (that the probes waited in the transport behind the
     /// lost packets is inferred: its bytes in flight were not logged; BENCHMARKS.md, "Room
-    /// for stall probes in QUIC's window"). The room is at most what the probes' pacing lets
-    /// go: one budget, then the delivery rate over the time since the first probe. Probes
+    /// for stall probes in QUIC's window"). The room is about what the probes' pacing lets
+    /// go: one budget, then the delivery rate over the time since the first probe (plus the
+    /// last probe, which may go once the bytes before it are paid for). Probes
     /// that stop at one budget get none, as before: there a stall is more likely a frame
     /// still crossing, and the bound gives them room where the path queues. Not measured: a
     /// path that slowed down as it stalled, where the estimate, which no ACK corrects during

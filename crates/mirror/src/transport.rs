@@ -67,7 +67,8 @@ pub trait Transport: Send {
         None
     }
     /// The most its congestion window may allow in flight, from what the session measured of
-    /// the path (`None`: no bound), and the least (the session's byte budget; `None` or 0:
+    /// the path (`None`: no bound), and the least (the session's byte budget, with room for
+    /// stall probes that go on past one budget: `HostSession::window_least`; `None` or 0:
     /// none). Only a transport with a window of its own takes them.
     fn bound_window(&mut self, _bytes: Option<u64>, _least: Option<u64>) {}
 }

@@ -22,8 +22,9 @@
 //! it was needed.) The application already keeps what is in
 //! flight to about one frame beyond the bandwidth-delay product (`framewire_flow`'s byte
 //! budget) and skips frames beyond it, so the transport's window is a backstop, not the
-//! sender's brake. The window is re-read only at ACKs: through a blackout it stays where it
-//! was.
+//! sender's brake. The wrapped controller's window is re-read only at ACKs: through a
+//! blackout the window kept stays where it was (the application's bound and least, below,
+//! are read whenever quinn asks for the window).
 //!
 //! **A bound from the application.** quinn paces at 1.25 windows per smoothed RTT, and BBR's
 //! window on a rate-limited link measured 8–470 times the bandwidth-delay product (a frame
