@@ -330,6 +330,7 @@ fn slow_probe(e: &LinkEstimate, bytes: u64) -> bool {
 fn stop_at_one_budget(e: &LinkEstimate, b: &DeliveryRate, largest: u64) -> bool {
     slow_probe(e, largest) && (2 * largest > e.budget_bytes || b.path_limits())
 }
+
 /// ACK timeouts after which a frame on a stream of its own is given up on whatever the
 /// viewer answers, and after which, given up on, it no longer counts in the bytes in flight
 /// ([`DeliveryRate::forget`]). Such a frame is not lost (the transport delivers it unless the
@@ -485,18 +486,17 @@ impl ViewerFlow {
     /// and, where the stall probes go on past one budget ([`ViewerFlow::probes_go_on`]),
     /// every probe sent since the last ACK. Without that room the least did not grow in a
     /// blackout, and the bound's room gave nothing to a window below its bound: on a 1 ms
-    /// path the video's frames and probes sent into a 200 ms blackout came to about 3 MB, QUIC's
-    /// window was about 820 kB, and the first picture reached the viewer 170 ms after the
-    /// path came back, seven probes later (that the probes waited in the transport behind the
-    /// lost packets is inferred: its bytes in flight were not logged; BENCHMARKS.md, "Room
+    /// path the video's frames and probes sent into a 200 ms blackout came to about 3 MB,
+    /// QUIC's window was about 820 kB, and the first picture reached the viewer 170 ms after
+    /// the path came back, seven probes later (that the probes waited in the transport behind
+    /// the lost packets is inferred: its bytes in flight were not logged; BENCHMARKS.md, "Room
     /// for stall probes in QUIC's window"). The room is about what the probes' pacing lets
     /// go: one budget, then the delivery rate over the time since the first probe (plus the
-    /// last probe, which may go once the bytes before it are paid for). Probes
-    /// that stop at one budget get none, as before: there a stall is more likely a frame
-    /// still crossing, and the bound gives them room where the path queues. Not measured: a
-    /// path that slowed down as it stalled, where the estimate, which no ACK corrects during
-    /// a stall, still lets probes go on. `None` without a byte budget or before the first
-    /// estimate.
+    /// last probe, which may go once the bytes before it are paid for). Probes that stop at
+    /// one budget get none, as before: there a stall is more likely a frame still crossing,
+    /// and the bound gives them room where the path queues. Not measured: a path that slowed
+    /// down as it stalled, where the estimate, which no ACK corrects during a stall, still
+    /// lets probes go on. `None` without a byte budget or before the first estimate.
     pub fn window_least(&self) -> Option<u64> {
         let budget = self.link_estimate()?.budget_bytes;
         let room = match self.probes_go_on() {
