@@ -498,35 +498,37 @@ impl ViewerFlow {
     /// down as it stalled, where the estimate, which no ACK corrects during a stall, still
     /// lets probes go on. `None` without a byte budget or before the first estimate.
     pub fn window_least(&self) -> Option<u64> {
-        let budget = self.link_estimate()?.budget_bytes;
-        let room = match self.probes_go_on() {
+        let e = self.link_estimate()?;
+        let room = match self.probe_bytes > 0 && self.probes_go_on(&e) {
             true => self.probe_bytes,
             false => 0,
         };
-        (budget > 0).then_some(budget + room)
+        (e.budget_bytes > 0).then_some(e.budget_bytes + room)
     }
 
     /// Room in the transport's window, beyond its bound, for the stall probes sent since the
     /// last ACK: all of them where they go on past one budget ([`ViewerFlow::probes_go_on`]),
     /// and up to as much as the bound where one budget of them is all they get.
     fn probe_room(&self, bound: u64) -> u64 {
-        match self.probes_go_on() {
+        // No probe since the last ACK (the usual case): no estimate to make.
+        let Some(e) = self.link_estimate().filter(|_| self.probe_bytes > 0) else {
+            return 0;
+        };
+        match self.probes_go_on(&e) {
             true => self.probe_bytes,
             false => self.probe_bytes.min(bound),
         }
     }
 
-    /// The stall probes since the last ACK go on past one byte budget, paced by the delivery
-    /// rate ([`stop_at_one_budget`], as [`ViewerFlow::stall_probe_at`] decides): their
-    /// largest crosses within the time between probes at the estimate (a probe of at most
-    /// [`SMALL_PROBE_BYTES`] also where it crosses within a round trip), or it is at most half
-    /// the budget on a path that does not limit what is sent.
-    fn probes_go_on(&self) -> bool {
-        let Some(b) = self.bytes.as_ref() else {
-            return false;
-        };
-        let e = b.estimate();
-        e.rate_bytes_per_s > 0 && !stop_at_one_budget(&e, b, self.probe_largest)
+    /// The stall probes since the last ACK go on past one byte budget at the estimate `e`,
+    /// paced by the delivery rate ([`stop_at_one_budget`], as [`ViewerFlow::stall_probe_at`]
+    /// decides): their largest crosses within the time between probes at the estimate (a
+    /// probe of at most [`SMALL_PROBE_BYTES`] also where it crosses within a round trip), or
+    /// it is at most half the budget on a path that does not limit what is sent.
+    fn probes_go_on(&self, e: &LinkEstimate) -> bool {
+        self.bytes.as_ref().is_some_and(|b| {
+            e.rate_bytes_per_s > 0 && !stop_at_one_budget(e, b, self.probe_largest)
+        })
     }
 
     /// The latest moment the delivery-rate estimator was told of (0 without a byte budget).
