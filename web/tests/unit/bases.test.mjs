@@ -185,8 +185,8 @@ test("kept pictures: a saved picture comes back exactly, the oldest is reused af
   assert.ok(fw.sameU64(p.checksum(), pics[4].sum));
 });
 
-test("kept pictures: a picture that comes back is kept as the newest", async () => {
-  await fw.ready();
+/** Kept pictures and a picture; `show(i)` applies picture i as a keyframe and keeps it. */
+function keeping() {
   const kept = new fw.KeptPictures();
   const p = new fw.Picture(4, 3);
   const show = (i) => {
@@ -195,6 +195,12 @@ test("kept pictures: a picture that comes back is kept as the newest", async () 
     kept.keep(p, p.checksum());
     return p.checksum();
   };
+  return { kept, p, show };
+}
+
+test("kept pictures: a picture that comes back is kept as the newest", async () => {
+  await fw.ready();
+  const { kept, show } = keeping();
   // X, nine others (ten kept, X the oldest), X again, then one more.
   const x = show(0);
   const first = show(1);
@@ -202,6 +208,22 @@ test("kept pictures: a picture that comes back is kept as the newest", async () 
   assert.equal(show(0).toString(), x.toString());
   show(10);
   assert.ok(kept.holds(x), "the picture that came back was pushed out");
+  assert.equal(kept.holds(first), false);
+});
+
+test("kept pictures: a base restored again outlasts the pictures applied after it", async () => {
+  await fw.ready();
+  const { kept, p, show } = keeping();
+  // X, then eight pictures after it.
+  const x = show(0);
+  const first = show(1);
+  for (let i = 2; i <= 8; i++) show(i);
+  // Twelve frames made against X (stall probes), each restoring it first.
+  for (let i = 20; i < 32; i++) {
+    assert.ok(kept.restore(p, x), `X was pushed out before picture ${i}`);
+    show(i);
+  }
+  assert.ok(kept.holds(x));
   assert.equal(kept.holds(first), false);
 });
 
