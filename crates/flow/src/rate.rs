@@ -118,7 +118,8 @@ struct Sent {
     delivered_at_us: u64,
     /// When the frame acknowledged last, as this one was sent, had been sent.
     first_sent_us: u64,
-    /// A frame was refused for lack of room since the one before: this one's rate sample
+    /// A frame was refused for lack of room since the one before (as
+    /// [`DeliveryRate::refusal_measures_path`] counts a refusal): this one's rate sample
     /// measures the path, not the content.
     limited: bool,
     /// When the path was estimated, as this one was sent, to have carried it: after the
@@ -550,15 +551,15 @@ impl DeliveryRate {
     /// queue lately ([`DeliveryRate::queued_lately`]). Fewer bytes are held back by the frame
     /// count, or by the small frames' floor, over a long round trip whatever the path
     /// carries, and the next frame's sample is still the content's rate. Typing on a 50
-    /// Mbit/s path of 80 ms (frames of 31–335 bytes, eight in flight, 0.8 kB) was refused by
-    /// the count at each lost packet; its own 3.7 kB/s was then taken for the path's, a stall
-    /// probe of 335 bytes "took" 91 ms to cross at it, longer than the round trip, and the
-    /// probes stopped until an ACK came. After a 200 ms blackout the picture was exact again
-    /// in 243–371 ms in 6 of 28 such cells, against a bound of 113, and within it in all 28
-    /// without (BENCHMARKS.md, "Typing's rate is not the path's"). On a path
-    /// slow enough to queue such frames for more than half its round trip, QUIC's round trip
-    /// shows it; TCP reports none, and there small frames no longer take the path as
-    /// measured.
+    /// Mbit/s path of 80 ms (frames of a few hundred bytes at most, eight in flight, 0.8 kB)
+    /// was refused by the count when ACKs were late; its own 3.7 kB/s was then taken for the
+    /// path's, a stall probe of 335 bytes "took" 91 ms to cross at it, longer than the round
+    /// trip, and the probes stopped until an ACK came. After a 200 ms blackout the picture
+    /// was exact again only 232–783 ms later in 11 of 40 such cells, against a bound of 113,
+    /// and within it in all 40 with this rule and the viewer flow's for small probes
+    /// (`slow_probe`; BENCHMARKS.md, "Typing's rate is not the path's"). On a path slow
+    /// enough to queue such frames for more than half its round trip, QUIC's round trip shows
+    /// it; TCP reports none, and there small frames no longer take the path as measured.
     fn refusal_measures_path(&self) -> bool {
         self.inflight >= SMALL_FRAMES_FLOOR || self.queued_lately()
     }
@@ -573,8 +574,9 @@ impl DeliveryRate {
     /// When the path is estimated to have sent every frame in flight (µs): each frame sent
     /// keeps it busy for its bytes at the delivery rate, from when it was sent or the frame
     /// before it was across. Only while large frames queue on the path: the estimate is the
-    /// path's ([`DeliveryRate::path_limits`]: a frame sent after there was no room was
-    /// acknowledged within [`RATE_WINDOW_US`] of the last ACK, or the path queued lately) and
+    /// path's ([`DeliveryRate::path_limits`]: a frame sent after there was no room, as
+    /// [`DeliveryRate::refusal_measures_path`] counts it, was acknowledged within
+    /// [`RATE_WINDOW_US`] of the last ACK, or the path queued lately) and
     /// a frame in flight is larger than what the path holds ([`LinkEstimate::path_bytes`]:
     /// the bandwidth-delay product, over 5 ms at least), so it takes longer than a round
     /// trip to cross. Otherwise `None`: smaller frames are the budget's business, and an estimate that may be the content's rate,

@@ -438,23 +438,24 @@ impl ViewerSession {
         self.kept.iter().any(|(s, _)| *s == sum)
     }
 
-    /// Makes the kept picture with checksum `sum` the current one, and the newest kept: the
-    /// host names it as a base while it has heard of nothing newer, so it must outlast the
-    /// pictures applied since. Kept oldest first by when they were applied, a base went
-    /// with ten pictures after it, and those may be the host's own stall probes made against
-    /// it: on an 80 ms path at 10 Mbit/s with 5 % loss, the viewer's ACKs waited behind a
-    /// lost packet for 590 ms, the host's probes against the last picture it had heard of
-    /// applied and pushed it out (eight frames and two probes after it), every probe after
-    /// them found no base, and the picture was exact again only with a keyframe, 650 ms after
-    /// a 200 ms blackout (BENCHMARKS.md, "Typing's rate is not the path's").
+    /// Makes the kept picture with checksum `sum` the current one, and, when it could, the
+    /// newest kept: the host names it as a base while it has heard of nothing newer, so it
+    /// must outlast the pictures applied since. Kept oldest first by when they were applied,
+    /// a base went with the tenth picture after it, and those may be the host's own stall
+    /// probes made against it. On an 80 ms path at 10 Mbit/s with 5 % loss, no ACK reached
+    /// the host for 589 ms; eight frames went after the last picture it had heard of, then
+    /// probes against that picture, and the probes after the first two did not apply. By
+    /// the code (inferred: the viewer logged no pictures), those two had pushed the base out.
+    /// The picture was exact again only with a large frame of 193 kB, 651 ms after a 200 ms
+    /// blackout (BENCHMARKS.md, "Typing's rate is not the path's").
     fn restore(&mut self, sum: u64) -> bool {
         let Some(i) = self.kept.iter().position(|(s, _)| *s == sum) else {
             return false;
         };
-        let named = self.kept.remove(i).expect("found above");
-        let ok = self.picture.restore(&named.1);
-        self.kept.push_back(named);
+        let ok = self.picture.restore(&self.kept[i].1);
         if ok {
+            let named = self.kept.remove(i).expect("found above");
+            self.kept.push_back(named);
             self.sum = Some(sum);
         }
         ok

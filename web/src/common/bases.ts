@@ -87,18 +87,18 @@ export class KeptPictures {
   }
 
   /**
-   * Makes the kept picture with checksum `sum` the picture, and the newest kept; false when
-   * none is kept. The host names it as a base while it has heard of nothing newer (its stall
+   * Makes the kept picture with checksum `sum` the picture, and, when it could, the newest
+   * kept; false when none is kept (or it could not be restored). The host names it as a base while it has heard of nothing newer (its stall
    * probes while this viewer's ACKs are held up), so it must outlast the pictures applied
    * since, as crates/session/src/viewer.rs keeps it.
    */
   restore(p: Picture, sum: v1.U64): boolean {
     const i = this.kept.findIndex((x) => sameU64(x.sum, sum));
     const k = this.kept[i];
-    if (k === undefined) return false;
+    if (k === undefined || !p.restore(k.saved)) return false;
     this.kept.splice(i, 1);
     this.kept.push(k);
-    return p.restore(k.saved);
+    return true;
   }
 }
 
