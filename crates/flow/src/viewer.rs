@@ -288,7 +288,7 @@ pub struct ViewerFlow {
 /// blackout gets probes at about the rate the path carried, so one crosses soon after the
 /// path comes back (had they stopped, the next frame would wait for the transport's probe
 /// timeout). Where a probe takes longer to cross than [`PROBE_EVERY_US`] (and, if it is at
-/// most [`SMALL_PROBE_BYTES`], a round trip on a path that limits), and is larger than half the budget (a video on a
+/// most [`SMALL_PROBE_BYTES`], a round trip at a rate that is surely the path's), and is larger than half the budget (a video on a
 /// slow path, whose frames take a round trip or more to cross)
 /// or crosses a path that limits what is sent ([`DeliveryRate::path_limits`]), a
 /// stall is more likely a frame still crossing than a blackout, and a newer probe would only
@@ -315,18 +315,19 @@ pub const PROBE_EVERY_US: u64 = 25_000;
 /// after the blackout, over target 4's 113 (BENCHMARKS.md, "Small stall probes go on"). As
 /// much as this crosses a 10 Mbit/s link in 52 ms; on a path of 1–2 Mbit/s it takes a
 /// quarter to half a second, longer than most round trips, and the rules for slow probes
-/// hold (not measured there). Nor is a small probe slow on a path that does not limit what
-/// is sent ([`DeliveryRate::path_limits`]): there the estimate is the content's, and at
+/// hold (not measured there). Nor is a small probe slow where the estimate is not surely
+/// the path's ([`DeliveryRate::rate_is_paths`]): there it may be the content's, and at
 /// typing's 3.7 kB/s a probe of 335 bytes "took" 91 ms, longer than an 80 ms round trip
 /// (BENCHMARKS.md, "Typing's rate is not the path's").
 pub const SMALL_PROBE_BYTES: u64 = SMALL_FRAMES_FLOOR;
 
 /// A probe of `bytes` takes longer to cross at the estimate `e` than the time between probes
-/// (and, at most [`SMALL_PROBE_BYTES`], than a round trip, on a path that limits what is sent,
-/// [`DeliveryRate::path_limits`]): see [`STALL_AFTER_US`] and [`SMALL_PROBE_BYTES`].
+/// (and, at most [`SMALL_PROBE_BYTES`], than a round trip, where the estimate is surely the
+/// path's rate, [`DeliveryRate::rate_is_paths`]): see [`STALL_AFTER_US`] and
+/// [`SMALL_PROBE_BYTES`].
 fn slow_probe(e: &LinkEstimate, b: &DeliveryRate, bytes: u64) -> bool {
     let t = e.time_us(bytes);
-    t > PROBE_EVERY_US && (bytes > SMALL_PROBE_BYTES || (t > e.min_rtt_us && b.path_limits()))
+    t > PROBE_EVERY_US && (bytes > SMALL_PROBE_BYTES || (t > e.min_rtt_us && b.rate_is_paths()))
 }
 
 /// Stall probes whose largest is `largest` get one byte budget of them and no more: they are
@@ -530,8 +531,8 @@ impl ViewerFlow {
     /// paced by the delivery rate ([`stop_at_one_budget`], as [`ViewerFlow::stall_probe_at`]
     /// decides): their largest crosses within the time between probes at the estimate (a
     /// probe of at most [`SMALL_PROBE_BYTES`] also where it crosses within a round trip, or
-    /// the path does not limit what is sent), or it is at most half the budget on a path
-    /// that does not limit what is sent.
+    /// the rate is not surely the path's), or it is at most half the budget on a path that
+    /// does not limit what is sent.
     fn probes_go_on(&self, e: &LinkEstimate) -> bool {
         self.bytes.as_ref().is_some_and(|b| {
             e.rate_bytes_per_s > 0 && !stop_at_one_budget(e, b, self.probe_largest)
@@ -668,9 +669,9 @@ impl ViewerFlow {
         // that took longer to cross than the estimate says go on every 25 ms, paced at the
         // old rate, until an ACK or the ACK timeout; that timeout is what the viewer waited
         // for before, when one budget of probes was all it got. Not measured.
-        // A small probe counts only where it also takes longer than a round trip to cross, on
-        // a path that limits (a slow path, not a content-limited rate: a scroll's 7.7 kB took
-        // 27 ms at 80 ms, typing's 335 bytes 91 ms).
+        // A small probe counts only where it also takes longer than a round trip to cross, at
+        // a rate that is surely the path's (a slow path, not a content-limited rate: a
+        // scroll's 7.7 kB took 27 ms at 80 ms, typing's 335 bytes 91 ms).
         let slow = |bytes: u64| slow_probe(&e, b, bytes);
         let large = stop_at_one_budget(&e, b, self.probe_largest);
         if self.probe_bytes >= e.budget_bytes && large {
@@ -2064,7 +2065,7 @@ mod tests {
     }
 
     /// Typing's frames held back by their count over a long round trip, a few hundred bytes
-    /// in flight, do not make its rate the path's: a stall probe of 600 bytes, which takes
+    /// in flight, do not make its rate surely the path's: a stall probe of 600 bytes, which takes
     /// longer than the round trip at typing's own rate, is not taken for a slow one, and
     /// the probes go on past one budget through a blackout, paced by the rate. Before, a
     /// probe was slow at typing's rate on a path taken as measured, the next waited until it
@@ -2077,7 +2078,7 @@ mod tests {
         let ((now, seq, sent_at), held_back) = run_typing_at_80ms(v);
         assert!(held_back > 0, "the count never held a frame back");
         let b = v.bytes.as_ref().expect("a byte budget");
-        assert!(!b.path_limits(), "{:?}", b.estimate());
+        assert!(!b.rate_is_paths(), "{:?}", b.estimate());
         let e = b.estimate();
         let probe = 600;
         assert!(e.time_us(probe) > e.min_rtt_us, "{e:?}");
@@ -2104,11 +2105,11 @@ mod tests {
     }
 
     /// A small probe over half the budget that takes longer than a round trip at an estimate
-    /// that is the content's (a scroll's 40 kB against a budget of 70 kB at 300 kB/s on an
-    /// 80 ms path) goes on past one budget; past a queue, where the estimate is the path's,
-    /// it stops there.
+    /// that may be the content's (a scroll's 40 kB against a budget of 70 kB at 300 kB/s on
+    /// an 80 ms path) goes on past one budget; past a queue, where the estimate is the
+    /// path's, it stops there.
     #[test]
-    fn a_small_probe_is_slow_only_where_the_path_limits() {
+    fn a_small_probe_is_slow_only_where_the_rate_is_the_paths() {
         let e = LinkEstimate {
             rate_bytes_per_s: 300_000,
             min_rtt_us: 80_000,
@@ -2118,13 +2119,13 @@ mod tests {
         let probe = 40_000;
         assert!(e.time_us(probe) > e.min_rtt_us && 2 * probe > e.budget_bytes);
         let mut b = DeliveryRate::default();
-        assert!(!b.path_limits());
+        assert!(!b.rate_is_paths());
         assert!(!stop_at_one_budget(&e, &b, probe));
         b.on_path_rtt(80_000, 0);
         b.on_sent(1, 20_000, 0);
         b.on_ack(1, 90_000);
         let _ = b.window_bound(TransportRtt::smoothed(200_000), 100_000);
-        assert!(b.path_limits());
+        assert!(b.rate_is_paths());
         assert!(stop_at_one_budget(&e, &b, probe));
     }
 
