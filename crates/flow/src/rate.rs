@@ -564,8 +564,9 @@ impl DeliveryRate {
     /// path's, a stall probe of 335 bytes "took" 91 ms to cross at it, longer than the round
     /// trip, and the probes stopped until an ACK came. After a 200 ms blackout the picture
     /// was exact again only 232–783 ms later in 11 of 40 such cells, against a bound of 113,
-    /// and within it in all 40 where only such refusals made a small probe slow
-    /// ([`DeliveryRate::rate_is_paths`]; BENCHMARKS.md, "Typing's rate is not the path's").
+    /// and within it in all 40 where such refusals did not count at all (8e1dead), and in all
+    /// 22 where they decided only a small probe's slowness ([`DeliveryRate::rate_is_paths`];
+    /// BENCHMARKS.md, "Typing's rate is not the path's").
     /// On a path slow enough to queue such frames for more than half its round trip, QUIC's
     /// round trip shows it; TCP reports none, and there is never probed.
     fn refusal_measures_path(&self) -> bool {
