@@ -536,8 +536,7 @@ impl DeliveryRate {
     /// rate is the path's is [`DeliveryRate::refusal_measures_path`]'s.
     pub fn refused(&mut self) {
         if self.estimate().budget_bytes > 0 {
-            self.refused = true;
-            self.refused_full |= self.refusal_measures_path();
+            self.mark_refused();
         }
     }
 
@@ -549,9 +548,15 @@ impl DeliveryRate {
         let e = self.estimate();
         let rate = e.rate_bytes_per_s;
         if rate > 0 && self.inflight > e.bdp_bytes() + self.hold_bytes(rate) {
-            self.refused = true;
-            self.refused_full |= self.refusal_measures_path();
+            self.mark_refused();
         }
+    }
+
+    /// The next frame sent waited for room; [`DeliveryRate::refusal_measures_path`] says
+    /// whether its sample also shows the path's rate.
+    fn mark_refused(&mut self) {
+        self.refused = true;
+        self.refused_full |= self.refusal_measures_path();
     }
 
     /// A frame refused now surely waited for the path, not for the content's own round trip: at
