@@ -714,6 +714,12 @@ impl DeliveryRate {
         (sampled && self.queued_lately()).then(|| e.window_bytes().max(WINDOW_BOUND_FLOOR))
     }
 
+    /// Whether a queue lasted (as in [`DeliveryRate::unqueued_for`]) within `us` of `now`.
+    pub fn queue_held_within(&self, us: u64, now: u64) -> bool {
+        self.queue_held_at_us
+            .is_some_and(|t| now.saturating_sub(t) <= us)
+    }
+
     /// Whether the transport's round trip has been watched ([`DeliveryRate::window_bound`])
     /// for `watched_us` before `now`, and no queue lasted within `us` of it: one seen at looks
     /// that span [`QUEUE_HELD_US`] (or two minimum RTTs, if longer). A bottleneck's queue

@@ -550,6 +550,13 @@ impl ViewerFlow {
         self.bytes.as_ref().is_some_and(DeliveryRate::queued_lately)
     }
 
+    /// See [`DeliveryRate::queue_held_within`]. False without a byte budget.
+    pub fn queue_held_within(&self, us: u64, now_us: u64) -> bool {
+        self.bytes
+            .as_ref()
+            .is_some_and(|b| b.queue_held_within(us, now_us))
+    }
+
     /// See [`DeliveryRate::unqueued_for`]. False without a byte budget.
     pub fn unqueued_for(&self, watched_us: u64, us: u64, now_us: u64) -> bool {
         self.bytes

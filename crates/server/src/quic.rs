@@ -26,7 +26,7 @@ use framewire_proto::v1::caps;
 use framewire_quic::codes;
 use framewire_quic::congestion::WindowBound;
 use framewire_quic::shards;
-use framewire_session::Transmit;
+use framewire_session::{Repair, Transmit};
 use quinn::{SendStream, VarInt};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tracing::{debug, warn};
@@ -341,9 +341,10 @@ impl<L: FrameLink> QuicTransport<L> {
             d.unit.extend_from_slice(p);
         }
         d.out.clear();
-        let repair = match t.path_lost_lately {
-            true => shards::Repair::Full,
-            false => shards::Repair::One,
+        let repair = match t.repair {
+            Repair::One => shards::Repair::One,
+            Repair::Share => shards::Repair::Share,
+            Repair::Full => shards::Repair::Full,
         };
         let recovery = match shards::split(d.next, &d.unit, max, repair, &mut d.out) {
             Ok(r) => r,

@@ -55,6 +55,13 @@ pub const FRAMES_CLEAN_US: u64 = 2_000_000;
 /// picture given up are reported at once").
 pub const MADE_GOOD_LOSS_PERMILLE: u64 = 20;
 
+/// After the path's round trip showed a queue that lasted, frames carry [`Repair::Share`] of
+/// recovery shards for this long (µs), not the full share. Not the two seconds a queue counts
+/// as seen lately: on a link the frames fit with one recovery shard and not with the full
+/// share (the synthetic scroll at 2 Mbit/s), the full share is what made the queue, and it
+/// would make it again every two seconds.
+pub const SHARE_AFTER_QUEUE_US: u64 = 10_000_000;
+
 /// How the host treats this viewer.
 #[derive(Debug, Clone)]
 pub struct HostConfig {
@@ -140,10 +147,24 @@ pub struct Transmit {
     /// The session asks for the frame to go as datagrams ([`HostConfig::datagrams_up_to`],
     /// [`HostConfig::large_datagrams_up_to`]); a transport without them sends it as any other.
     pub datagrams: bool,
-    /// The path lost packets lately (the transport's counters, [`LossWatch::clean`] false, or
-    /// none reported yet): a transport that makes lost packets good with recovery shards
-    /// sends a lossy path's share of them; otherwise one a frame.
-    pub path_lost_lately: bool,
+    /// How many recovery shards a transport that makes lost packets good sends with it
+    /// ([`HostSession::repair`]).
+    pub repair: Repair,
+}
+
+/// How many recovery shards a frame that goes as datagrams carries, where the transport makes
+/// lost packets good with them (QUIC's `shards::Repair` has the counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Repair {
+    /// The path lost nothing lately ([`LossWatch::clean`]): one a frame.
+    #[default]
+    One,
+    /// It lost packets lately and its round trip showed a queue that lasted within
+    /// [`SHARE_AFTER_QUEUE_US`]: a tenth of the originals, without the one more the full
+    /// share adds, which is as many bytes again on a frame of one or two originals.
+    Share,
+    /// It lost packets lately (or the transport reported no counters yet): a tenth and one.
+    Full,
 }
 
 impl Transmit {
@@ -157,7 +178,7 @@ impl Transmit {
             own_stream: false,
             keyframe: false,
             datagrams: false,
-            path_lost_lately: false,
+            repair: Repair::One,
         }
     }
 }
@@ -850,8 +871,23 @@ impl<W: Wire> HostSession<W> {
             own_stream: self.wire.names_bases(),
             keyframe: out.keyframe,
             datagrams,
-            path_lost_lately: !self.bases.path.clean(now),
+            repair: self.repair(now),
         });
+    }
+
+    /// How many recovery shards a frame sent at `now` carries ([`Repair`]). Full where the
+    /// path lost packets lately, unless its round trip showed a queue that lasted within
+    /// [`SHARE_AFTER_QUEUE_US`]: there the losses may be the queue's own drops (a
+    /// bottleneck's queue overflowing as QUIC's window grows), and the shards' bytes wait in
+    /// front of every frame behind them.
+    pub fn repair(&self, now: u64) -> Repair {
+        if self.bases.path.clean(now) {
+            Repair::One
+        } else if self.flow.queue_held_within(SHARE_AFTER_QUEUE_US, now) {
+            Repair::Share
+        } else {
+            Repair::Full
+        }
     }
 
     /// Whether a frame of `bytes` (not a keyframe) goes as datagrams at `now`: up to

@@ -32,7 +32,7 @@ pub use frame::{DeltaForm, FrameMeta, Payload, SourceFrame};
 pub use handshake::{
     check_hello, token_matches, Handshake, Hello, HelloRules, Refusal, PRE_HELLO_BUFFER,
 };
-pub use host::{Event, HostConfig, HostCount, HostSession, Transmit, ViewerReader};
+pub use host::{Event, HostConfig, HostCount, HostSession, Repair, Transmit, ViewerReader};
 pub use negotiate::{negotiate, Negotiated};
 pub use protocol::Protocol;
 pub use viewer::{Shown, ViewerEvent, ViewerHello, ViewerSession};

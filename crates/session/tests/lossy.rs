@@ -18,12 +18,14 @@ use common::Source;
 use framewire_flow::{InflightLimit, Plan, TransportRtt};
 use framewire_proto::v1::AckStatus;
 use framewire_proto::v1::{self, caps};
-use framewire_session::host::{LARGE_DATAGRAMS_QUIET_US, LARGE_DATAGRAMS_WATCH_US};
+use framewire_session::host::{
+    LARGE_DATAGRAMS_QUIET_US, LARGE_DATAGRAMS_WATCH_US, SHARE_AFTER_QUEUE_US,
+};
 use framewire_session::outrun::OUTRUN_SETTLE_US;
 use framewire_session::viewer::{BASE_WAIT_US, FIRST_PICTURE_WAIT_US};
 use framewire_session::{
-    negotiate, Event, FrameMeta, HostConfig, HostCount, HostSession, Payload, Shown, SourceFrame,
-    V1Wire, ViewerEvent, ViewerHello, ViewerReader, ViewerSession,
+    negotiate, Event, FrameMeta, HostConfig, HostCount, HostSession, Payload, Repair, Shown,
+    SourceFrame, V1Wire, ViewerEvent, ViewerHello, ViewerReader, ViewerSession,
 };
 
 thread_local! {
@@ -1674,31 +1676,35 @@ fn an_unanswered_keyframe_covers_the_frames_after_it_for_a_while() {
     assert_eq!(host.flow_stats().bases_missing, 1);
 }
 
-/// Each frame tells the transport whether the path lost packets lately, so datagrams carry a
-/// lossy path's share of recovery shards only where losses were seen: before the transport
-/// reported its counters, and after a loss until the path is clean again (no loss in the
-/// last thousand packets nor in two seconds, `framewire_flow::LossWatch`).
+/// Each frame tells the transport how many recovery shards it carries: a lossy path's share
+/// only where losses were seen (before the transport reported its counters, and after a loss
+/// until the path is clean again: no loss in the last thousand packets nor in two seconds,
+/// `framewire_flow::LossWatch`), and that share without its one more where the path's round
+/// trip showed a queue that lasted within `SHARE_AFTER_QUEUE_US`.
 #[test]
-fn frames_say_whether_the_path_lost_packets_lately() {
-    let frames = band_frames(6, 8, &[]);
+fn frames_say_how_many_recovery_shards_they_carry() {
+    let frames = band_frames(9, 8, &[]);
     set_clock(1_000);
     let mut host = host_on(caps::ALL, true);
     let mut viewer = welcomed_viewer(now());
-    let mut lost_lately = Vec::new();
+    let mut repairs = Vec::new();
     let mut offer_one = |host: &mut HostSession<V1Wire>, f: &Arc<SourceFrame>| {
         let (plan, work) = host.plan_frame(f);
         if let Some(w) = work {
             w();
         }
         host.send_frame(now(), f, plan);
+        // Each frame takes 20 ms to its ACK: the host measures the path.
+        set_clock(now() + 20_000);
         while let Some(t) = host.poll_transmit() {
             if t.frame {
-                lost_lately.push(t.path_lost_lately);
+                repairs.push(t.repair);
                 let mut b = t.head.to_vec();
                 b.extend_from_slice(t.payload.as_deref().unwrap_or(&[]));
                 viewer.handle_unit(now(), &b);
             }
         }
+        assert!(shown_ok(&mut viewer).iter().all(|&(_, ok)| ok));
         while let Some(b) = viewer.poll_transmit() {
             host.handle_bytes(now(), &b);
         }
@@ -1721,5 +1727,35 @@ fn frames_say_whether_the_path_lost_packets_lately() {
     set_clock(now() + 2_000_000);
     host.on_path_counters(2_700, 1, now());
     offer_one(&mut host, &frames[4]);
-    assert_eq!(lost_lately, [true, false, true, true, false]);
+    // A loss, and the transport's round trip (minimum 20 ms) at 60 ms once: a queue seen
+    // for a moment, not one that lasted, so the full share.
+    host.on_path_counters(2_800, 2, now());
+    let queued = TransportRtt {
+        smoothed_us: 60_000,
+        min_us: 20_000,
+    };
+    host.window_bound(queued, now());
+    offer_one(&mut host, &frames[5]);
+    // Seen at looks spanning 100 ms: it lasted, and the share goes without its one more.
+    for _ in 0..10 {
+        set_clock(now() + 10_000);
+        host.window_bound(queued, now());
+    }
+    offer_one(&mut host, &frames[6]);
+    // Ten seconds after the queue was last seen to last, still lossy: the full share again.
+    let calm = TransportRtt {
+        smoothed_us: 21_000,
+        min_us: 20_000,
+    };
+    set_clock(now() + SHARE_AFTER_QUEUE_US - 20_000);
+    host.on_path_counters(3_000, 3, now());
+    host.window_bound(calm, now());
+    offer_one(&mut host, &frames[7]);
+    set_clock(now() + 1_000);
+    offer_one(&mut host, &frames[8]);
+    use Repair::{Full, One, Share};
+    assert_eq!(
+        repairs,
+        [Full, One, Full, Full, One, Full, Share, Share, Full]
+    );
 }
