@@ -97,7 +97,8 @@ fn codec(e: reed_solomon_simd::Error) -> ShardError {
 /// recovery shards sent, so the receiver needs nothing more).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Repair {
-    /// The path lost packets lately: [`REPAIR_DIVISOR`]'s share and one more.
+    /// The path lost packets lately (and its round trip showed no queue that lasted, see
+    /// [`Repair::Share`]): [`REPAIR_DIVISOR`]'s share and one more.
     Full,
     /// The path lost nothing lately (the host's `LossWatch` counts it clean: no loss among
     /// the last thousand packets nor in two seconds): one recovery shard, which makes good
@@ -107,12 +108,13 @@ pub enum Repair {
     /// against TCP's 12.3–12.7, so its frames queued: p99 89 ms against 23, and 31 with one
     /// recovery shard
     /// (BENCHMARKS.md, "Segmentation offload, and recovery shards for the loss seen"). The
-    /// first loss makes the path lossy, and the units after it carry the full share again.
+    /// first loss makes the path lossy, and the units after it carry the full share again (or
+    /// [`Repair::Share`], where a queue lasted).
     One,
     /// The path lost packets lately, and its round trip showed a queue that lasted: the share
     /// of [`REPAIR_DIVISOR`] without the one more, so one recovery shard for a unit of up to
-    /// ten originals. On a small frame the one more is as many bytes again (a frame of one
-    /// or two originals went with two recovery shards), and where the path limits the rate
+    /// ten originals. On a small frame the one more is many bytes: as many again as a frame
+    /// of one original, half as many again as one of two; and where the path limits the rate
     /// those bytes queue every frame behind them: the synthetic scroll (frames of one or two
     /// originals) on a 2 Mbit/s link at 20 ms, with 0 or 1 % loss, went over QUIC with a p99 of
     /// 75–92 ms and about 1.85 MB a cell, against TCP's 0.85 MB; with this share, 14.8–19.9 ms

@@ -34,13 +34,15 @@ fn every_picture_shown_is_exact_when_frames_come_as_datagrams() {
     let Some((s, paths)) = across_a_network(0.05, true, Scene::Scroll, (1600, 1200)) else {
         return;
     };
-    // The host counts what it sent so. Once the path has lost a packet, every frame as
-    // datagrams has two recovery shards or more (one in ten, and one more); the first few,
-    // sent after QUIC reported its counters and before it saw a loss, have one each.
+    // The host counts what it sent so. Every frame as datagrams has a recovery shard or more:
+    // once the path has lost a packet, one in ten and one more, or one in ten where QUIC's
+    // round trip showed a queue that lasted (two busy cores running every test at once may
+    // make one; the session's tests check which share goes when). The first few, sent after
+    // QUIC reported its counters and before it saw a loss, have one each.
     let sent = paths[0].datagram_frames.expect("a QUIC path");
     assert!(sent >= s.datagram_frames, "{:?}", paths[0]);
     let recovery = paths[0].recovery_shards.expect("a QUIC path");
-    assert!(recovery >= 2 * sent.saturating_sub(10), "{:?}", paths[0]);
+    assert!(recovery >= sent, "{:?}", paths[0]);
     // Most of the 240 frames need a few shards, and at 5 % loss some lost a shard and were
     // rebuilt.
     assert!(s.datagram_frames >= 120, "{}", s.line());

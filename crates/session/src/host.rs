@@ -58,8 +58,8 @@ pub const MADE_GOOD_LOSS_PERMILLE: u64 = 20;
 /// After the path's round trip showed a queue that lasted, frames carry [`Repair::Share`] of
 /// recovery shards for this long (µs), not the full share. Not the two seconds a queue counts
 /// as seen lately: on a link the frames fit with one recovery shard and not with the full
-/// share (the synthetic scroll at 2 Mbit/s), the full share is what made the queue, and it
-/// would make it again every two seconds.
+/// share (the synthetic scroll at 2 Mbit/s), the full share is what made the queue, so by that
+/// reasoning (a two-second window was not measured) it would make it again every two seconds.
 pub const SHARE_AFTER_QUEUE_US: u64 = 10_000_000;
 
 /// How the host treats this viewer.
@@ -159,11 +159,13 @@ pub enum Repair {
     /// The path lost nothing lately ([`LossWatch::clean`]): one a frame.
     #[default]
     One,
-    /// It lost packets lately and its round trip showed a queue that lasted within
-    /// [`SHARE_AFTER_QUEUE_US`]: a tenth of the originals, without the one more the full
-    /// share adds, which is as many bytes again on a frame of one or two originals.
+    /// It lost packets lately (or the transport reported no counters yet) and its round trip
+    /// showed a queue that lasted within [`SHARE_AFTER_QUEUE_US`]: a tenth of the originals,
+    /// without the one more the full share adds, which is as many bytes again as a frame of
+    /// one original and half as many again as one of two.
     Share,
-    /// It lost packets lately (or the transport reported no counters yet): a tenth and one.
+    /// It lost packets lately (or the transport reported no counters yet), and no queue
+    /// lasted within [`SHARE_AFTER_QUEUE_US`]: a tenth and one.
     Full,
 }
 

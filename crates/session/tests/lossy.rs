@@ -1742,7 +1742,8 @@ fn frames_say_how_many_recovery_shards_they_carry() {
         host.window_bound(queued, now());
     }
     offer_one(&mut host, &frames[6]);
-    // Ten seconds after the queue was last seen to last, still lossy: the full share again.
+    // Still lossy: exactly ten seconds after the queue was last seen to last, the share
+    // without the one more; just after, the full share again.
     let calm = TransportRtt {
         smoothed_us: 21_000,
         min_us: 20_000,
